@@ -1,0 +1,19 @@
+"""sklearn_ltr: learning to rank with scikit-learn's interface.
+
+Every estimator takes ``groups``, one query id per row, in ``fit``, ``predict``
+and ``score``; see the user guide for metadata routing with ``GridSearchCV``.
+"""
+
+__version__ = "0.1.0"
+
+from sklearn_ltr.metrics import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_scorer
+from sklearn_ltr.preprocessing import Log1pTransformer
+
+__all__ = [
+    "Log1pTransformer",
+    "NDCGScorer",
+    "RankingScorer",
+    "__version__",
+    "make_ranking_scorer",
+    "ndcg_scorer",
+]

@@ -1,0 +1,116 @@
+"""Ranked lists for all queries at once: one sort by ``(query, -score)``, no loop over queries.
+
+Every metric of this package starts from :class:`RankedLists`, which validates
+the inputs, sorts all rows once and exposes each row's 0-based rank inside its
+query. Per-query sums are ``np.bincount`` over the query codes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sklearn_ltr._groups import QueryGroups, order_within_groups
+from sklearn_ltr._validation import check_relevance, check_scores
+
+__all__ = ["RankedLists", "check_empty_value", "mean_over_queries", "per_query_with_empty", "segment_cumsum"]
+
+
+class RankedLists:
+    """All queries' rows sorted by query, then by score descending.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Non-negative relevance grades.
+    y_score : array-like of shape (n_samples,)
+        Finite predicted scores, higher ranks first.
+    groups : array-like of shape (n_samples,)
+        Query id of each row (integers or strings, any order).
+    stable : bool, default=True
+        Order tied scores by input row order. With ``False`` the tie order is
+        arbitrary (faster); only use it when ties are averaged afterwards.
+
+    Attributes
+    ----------
+    n_queries : int
+    ids : ndarray of shape (n_queries,)
+        Sorted unique query ids; per-query results follow this order.
+    codes : ndarray of shape (n_samples,)
+        Query number of each sorted row (non-decreasing).
+    labels, scores : ndarray of shape (n_samples,)
+        Relevance and score of each sorted row.
+    ranks : ndarray of shape (n_samples,)
+        0-based rank of each sorted row inside its query.
+    sizes, offsets : ndarray
+        Rows per query and the start of each query's slice (length ``n_queries + 1``).
+    """
+
+    def __init__(self, y_true, y_score, groups, *, stable=True):
+        y_true = check_relevance(y_true, name="y_true")
+        y_score = check_scores(y_score, y_true.shape[0], name="y_score")
+        query_groups = QueryGroups(groups, y_true.shape[0], against="y_true")
+        order = order_within_groups(query_groups.codes, y_score, stable=stable)
+        self.n_queries = query_groups.n_queries
+        self.ids = query_groups.ids
+        self.sizes = query_groups.sizes
+        self.offsets = query_groups.offsets
+        # Sorted rows are grouped by query number, so their codes need no gather.
+        self.codes = np.repeat(np.arange(self.n_queries), self.sizes)
+        self.labels = y_true[order]
+        self.scores = y_score[order]
+        self.ranks = np.arange(order.shape[0]) - np.repeat(self.offsets[:-1], self.sizes)
+
+    def per_query_sum(self, values):
+        """Sum ``values`` (one per sorted row) within each query."""
+        return np.bincount(self.codes, weights=values, minlength=self.n_queries)
+
+    def tie_runs(self):
+        """Index of each sorted row's run of equal scores inside its query, or None without ties."""
+        starts = np.empty(self.codes.shape[0], dtype=bool)
+        starts[0] = True
+        np.not_equal(self.scores[1:], self.scores[:-1], out=starts[1:])
+        starts[self.offsets[:-1]] = True
+        if starts.all():
+            return None
+        return np.cumsum(starts) - 1
+
+    def top_k(self, k):
+        """Boolean mask of the sorted rows ranked within the first ``k`` (all rows if ``k`` is None)."""
+        if k is None:
+            return np.ones(self.codes.shape[0], dtype=bool)
+        return self.ranks < k
+
+
+def segment_cumsum(values, lists):
+    """Inclusive cumulative sum of ``values`` restarted at the start of each query."""
+    total = np.cumsum(values)
+    before = np.concatenate(([0], total))[lists.offsets[:-1]]
+    return total - before[lists.codes]
+
+
+def mean_over_queries(values):
+    """Mean of per-query values, skipping NaN (queries dropped by ``empty_value=None``)."""
+    kept = values[~np.isnan(values)]
+    if kept.size == 0:
+        raise ValueError(
+            "every query has no relevant document and empty_value=None drops them all; "
+            "there is nothing to average (pass empty_value=0.0 or 1.0)."
+        )
+    return float(kept.mean())
+
+
+def per_query_with_empty(per_query, empty, empty_value):
+    """Replace the metric of queries without a relevant document by ``empty_value`` (NaN when None)."""
+    values = np.array(per_query, dtype=np.float64)
+    values[empty] = np.nan if empty_value is None else float(empty_value)
+    return values
+
+
+def check_empty_value(empty_value):
+    if empty_value is None:
+        return None
+    if isinstance(empty_value, bool) or not isinstance(empty_value, (int, float, np.number)):
+        raise ValueError(f"empty_value must be a number in [0, 1] or None; got {empty_value!r}.")
+    if not 0.0 <= float(empty_value) <= 1.0:
+        raise ValueError(f"empty_value must be in [0, 1] or None; got {empty_value!r}.")
+    return float(empty_value)

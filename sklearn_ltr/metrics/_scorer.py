@@ -1,0 +1,181 @@
+"""Scorers that see each test fold's query ids through metadata routing.
+
+scikit-learn's ``make_scorer(...).set_score_request(groups=True)`` would hand
+``groups`` to the metric but not to ``estimator.predict``, which list-context
+rankers need; these scorers pass it to both.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from sklearn.utils.metadata_routing import MetadataRequest
+
+from sklearn_ltr.metrics._binary import average_precision_score, mrr_score, precision_at_k
+from sklearn_ltr.metrics._cascade import err_score
+from sklearn_ltr.metrics._dcg import dcg_score, ndcg_score
+from sklearn_ltr.metrics._pairs import swapped_pairs
+
+__all__ = ["NDCGScorer", "RankingScorer", "make_ranking_scorer", "ndcg_scorer"]
+
+
+def _neg_swapped_fraction(y_true, y_score, groups, **params):
+    return -swapped_pairs(y_true, y_score, groups, normalize=True, **params)
+
+
+# name -> (metric, takes k); every value is "greater is better".
+_METRICS = {
+    "ndcg": (ndcg_score, True),
+    "dcg": (dcg_score, True),
+    "map": (average_precision_score, True),
+    "precision": (precision_at_k, True),
+    "mrr": (mrr_score, True),
+    "err": (err_score, True),
+    "swapped_pairs": (_neg_swapped_fraction, False),
+}
+
+_NO_GROUPS = (
+    "{name} needs the query id of every test row, but got groups=None. Inside GridSearchCV, "
+    "cross_validate or cross_val_score, call sklearn.set_config(enable_metadata_routing=True) "
+    "and pass groups to fit (search.fit(X, y, groups=qid)) or params={{'groups': qid}}; "
+    "called directly, use scorer(estimator, X, y, groups=qid)."
+)
+
+
+def _predict_accepts_groups(estimator):
+    try:
+        parameters = inspect.signature(estimator.predict).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    return any(p.name == "groups" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+class RankingScorer:
+    """Score a ranker on held-out queries with a ranking metric.
+
+    Called as ``scorer(estimator, X, y_true, groups=qid)``: it predicts with
+    ``estimator.predict(X, groups=groups)`` and evaluates the metric per query.
+    It requests ``groups`` through scikit-learn's metadata routing (SLEP006),
+    so after ``sklearn.set_config(enable_metadata_routing=True)`` the test
+    fold's query ids reach it inside ``GridSearchCV``, ``cross_validate`` and
+    ``cross_val_score``. Without them it raises instead of scoring the fold as
+    if it were one query.
+
+    Parameters
+    ----------
+    metric : {"ndcg", "dcg", "map", "precision", "mrr", "err", "swapped_pairs"}, default="ndcg"
+        Metric of :mod:`sklearn_ltr.metrics`. ``"swapped_pairs"`` returns the
+        negated fraction of swapped pairs, so that greater is better.
+    k : int or None, default=10
+        Cut-off passed to the metric (ignored by ``"swapped_pairs"``).
+    **metric_params
+        Further keyword arguments of the metric, e.g. ``empty_value=0.0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from sklearn_ltr.metrics import RankingScorer
+    >>> X = np.array([[0.0], [1.0], [2.0], [0.0], [3.0]])
+    >>> y, qid = np.array([0, 1, 2, 1, 0]), np.array([1, 1, 1, 2, 2])
+    >>> model = LinearRegression().fit(X, y)
+    >>> RankingScorer("map", k=None)(model, X, y, groups=qid)  # query 2 is ranked wrong
+    0.75
+    """
+
+    def __init__(self, metric="ndcg", k=10, **metric_params):
+        if metric not in _METRICS:
+            raise ValueError(f"metric must be one of {sorted(_METRICS)}; got {metric!r}.")
+        self.metric = metric
+        self.k = k
+        self.metric_params = metric_params
+        # Fail at construction, not in the middle of a search, on a bad option.
+        function, _ = _METRICS[metric]
+        inspect.signature(function).bind(None, None, None, **self._metric_kwargs())
+
+    def _metric_kwargs(self):
+        _, takes_k = _METRICS[self.metric]
+        return {"k": self.k, **self.metric_params} if takes_k else dict(self.metric_params)
+
+    def __call__(self, estimator, X, y_true, groups=None, sample_weight=None):
+        """Predict on ``X`` with its query ids and return the mean metric over queries."""
+        if groups is None:
+            raise ValueError(_NO_GROUPS.format(name=repr(self)))
+        if sample_weight is not None:
+            raise ValueError(
+                f"{self!r} does not support sample_weight: ranking metrics average over queries."
+            )
+        if _predict_accepts_groups(estimator):
+            y_score = estimator.predict(X, groups=groups)
+        else:
+            y_score = estimator.predict(X)
+        function, _ = _METRICS[self.metric]
+        return function(y_true, y_score, groups, **self._metric_kwargs())
+
+    def get_metadata_routing(self):
+        """Request ``groups`` for scoring (scikit-learn metadata routing)."""
+        request = MetadataRequest(owner=type(self).__name__)
+        request.score.add_request(param="groups", alias=True)
+        return request
+
+    def __repr__(self):
+        options = "".join(f", {key}={value!r}" for key, value in self._metric_kwargs().items())
+        return f"{type(self).__name__}({self.metric!r}{options})"
+
+
+class NDCGScorer(RankingScorer):
+    """NDCG@k scorer for model selection; see :class:`RankingScorer` and :func:`ndcg_score`.
+
+    Parameters
+    ----------
+    k : int or None, default=10
+        Cut-off.
+    **metric_params
+        Options of :func:`~sklearn_ltr.metrics.ndcg_score`: ``gain``, ``empty_value``, ``ties``.
+
+    Examples
+    --------
+    >>> from sklearn_ltr import NDCGScorer
+    >>> scorer = NDCGScorer(k=5)
+    >>> scorer
+    NDCGScorer(k=5)
+    """
+
+    def __init__(self, k=10, **metric_params):
+        super().__init__("ndcg", k=k, **metric_params)
+
+    def __repr__(self):
+        options = "".join(f", {key}={value!r}" for key, value in self.metric_params.items())
+        return f"NDCGScorer(k={self.k!r}{options})"
+
+
+def make_ranking_scorer(metric, k=10, **metric_params):
+    """Make a routing-aware scorer for a ranking metric.
+
+    Parameters
+    ----------
+    metric : {"ndcg", "dcg", "map", "precision", "mrr", "err", "swapped_pairs"}
+        Metric name.
+    k : int or None, default=10
+        Cut-off.
+    **metric_params
+        Further options of the metric.
+
+    Returns
+    -------
+    scorer : RankingScorer
+
+    Examples
+    --------
+    >>> from sklearn_ltr import make_ranking_scorer
+    >>> scoring = {"ndcg@5": make_ranking_scorer("ndcg", k=5), "map": make_ranking_scorer("map")}
+    >>> scoring["map"]
+    RankingScorer('map', k=10)
+    """
+    if metric == "ndcg":
+        return NDCGScorer(k=k, **metric_params)
+    return RankingScorer(metric, k=k, **metric_params)
+
+
+#: NDCG@10 with exponential gain, LightGBM's empty-query convention and tie-averaging.
+ndcg_scorer = NDCGScorer(k=10)

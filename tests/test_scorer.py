@@ -1,0 +1,157 @@
+"""Routing-aware ranking scorers."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score, cross_validate
+
+from sklearn_ltr import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_scorer
+from sklearn_ltr.metrics import (
+    average_precision_score,
+    err_score,
+    mrr_score,
+    ndcg_score,
+    precision_at_k,
+    swapped_pairs,
+)
+
+
+class GroupRecordingRegressor(RegressorMixin, BaseEstimator):
+    """Linear model whose predict takes groups and records every call's ids."""
+
+    __metadata_request__predict = {"groups": True}  # noqa: RUF012
+
+    def fit(self, X, y):
+        self.model_ = LinearRegression().fit(X, y)
+        self.seen_ = []
+        return self
+
+    def predict(self, X, groups=None):
+        self.seen_.append(None if groups is None else np.asarray(groups).copy())
+        return self.model_.predict(X)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = np.clip(np.rint(X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=400) + 1), 0, 4).astype(int)
+    qid = rng.integers(0, 40, size=400)
+    return X, y, qid
+
+
+def test_scorer_predicts_with_groups_and_scores_per_query(data):
+    X, y, qid = data
+    model = GroupRecordingRegressor().fit(X, y)
+    value = ndcg_scorer(model, X, y, groups=qid)
+    np.testing.assert_array_equal(model.seen_[-1], qid)
+    assert value == pytest.approx(ndcg_score(y, model.predict(X), qid, k=10))
+    assert 0.5 < value < 1.0
+
+
+def test_scorer_for_pointwise_estimator_without_groups_in_predict(data):
+    X, y, qid = data
+    model = LinearRegression().fit(X, y)
+    assert NDCGScorer(k=5)(model, X, y, groups=qid) == pytest.approx(ndcg_score(y, model.predict(X), qid, k=5))
+
+
+@pytest.mark.parametrize(
+    ("name", "metric", "kwargs"),
+    [
+        ("ndcg", ndcg_score, {"k": 3, "gain": "linear"}),
+        ("map", average_precision_score, {"k": 5, "empty_value": 0.0}),
+        ("precision", precision_at_k, {"k": 5}),
+        ("mrr", mrr_score, {"k": None}),
+        ("err", err_score, {"k": 10, "max_grade": 4}),
+    ],
+)
+def test_make_ranking_scorer_matches_metric(data, name, metric, kwargs):
+    X, y, qid = data
+    model = LinearRegression().fit(X, y)
+    scorer = make_ranking_scorer(name, **kwargs)
+    assert scorer(model, X, y, groups=qid) == pytest.approx(metric(y, model.predict(X), qid, **kwargs))
+
+
+def test_swapped_pairs_scorer_is_negated_fraction(data):
+    X, y, qid = data
+    model = LinearRegression().fit(X, y)
+    value = make_ranking_scorer("swapped_pairs")(model, X, y, groups=qid)
+    assert value == pytest.approx(-swapped_pairs(y, model.predict(X), qid, normalize=True))
+    assert -1 < value < 0
+
+
+def test_missing_groups_names_metadata_routing(data):
+    X, y, _ = data
+    model = LinearRegression().fit(X, y)
+    with pytest.raises(ValueError, match=r"sklearn.set_config\(enable_metadata_routing=True\)"):
+        ndcg_scorer(model, X, y)
+    with pytest.raises(ValueError, match="does not support sample_weight"):
+        ndcg_scorer(model, X, y, groups=np.zeros(len(y)), sample_weight=np.ones(len(y)))
+
+
+def test_bad_scorer_options():
+    with pytest.raises(ValueError, match="metric must be one of"):
+        make_ranking_scorer("auc")
+    with pytest.raises(TypeError):
+        NDCGScorer(k=5, cutoff=3)
+
+
+def test_repr_and_pickle(data):
+    X, y, qid = data
+    assert repr(ndcg_scorer) == "NDCGScorer(k=10)"
+    assert repr(NDCGScorer(k=5, empty_value=0.0)) == "NDCGScorer(k=5, empty_value=0.0)"
+    assert repr(RankingScorer("map", k=3)) == "RankingScorer('map', k=3)"
+    model = LinearRegression().fit(X, y)
+    restored = pickle.loads(pickle.dumps(NDCGScorer(k=3)))
+    assert restored(model, X, y, groups=qid) == NDCGScorer(k=3)(model, X, y, groups=qid)
+
+
+def _fold_scores_by_hand(X, y, qid, k=10):
+    scores = []
+    for train, test in GroupKFold(3).split(X, y, qid):
+        model = LinearRegression().fit(X[train], y[train])
+        scores.append(ndcg_score(y[test], model.predict(X[test]), qid[test], k=k))
+    return scores
+
+
+def test_routing_gives_each_fold_its_own_queries(data):
+    X, y, qid = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        scores = cross_val_score(
+            GroupRecordingRegressor(), X, y, cv=GroupKFold(3), scoring=ndcg_scorer, params={"groups": qid}
+        )
+        results = cross_validate(
+            GroupRecordingRegressor(),
+            X,
+            y,
+            cv=GroupKFold(3),
+            scoring={"ndcg@5": NDCGScorer(k=5), "map": make_ranking_scorer("map")},
+            params={"groups": qid},
+            return_estimator=True,
+            return_indices=True,
+        )
+    np.testing.assert_allclose(scores, _fold_scores_by_hand(X, y, qid))
+    np.testing.assert_allclose(results["test_ndcg@5"], _fold_scores_by_hand(X, y, qid, k=5))
+    for estimator, test in zip(results["estimator"], results["indices"]["test"], strict=True):
+        assert all(np.array_equal(seen, qid[test]) for seen in estimator.seen_)
+
+
+def test_without_routing_scoring_fails_with_the_message(data):
+    X, y, qid = data
+    search = GridSearchCV(
+        LinearRegression(), {"fit_intercept": [True, False]}, cv=GroupKFold(3), scoring=ndcg_scorer,
+        error_score="raise",
+    )
+    with pytest.raises(ValueError, match="enable_metadata_routing=True"):
+        search.fit(X, y, groups=qid)
+    # With scikit-learn's default error_score=nan the error becomes a warning and a NaN, never a number.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scores = cross_val_score(LinearRegression(), X, y, cv=GroupKFold(3), scoring=ndcg_scorer, groups=qid)
+    assert np.isnan(scores).all()
+    assert any("enable_metadata_routing=True" in str(w.message) for w in caught)
