@@ -1,0 +1,348 @@
+"""Readers and writers for the SVMlight/LETOR (``qid:``) and LightGBM (``.query``) ranking formats.
+
+Both formats are plain text, one document per line: ``<label> [qid:<id>] <index>:<value> ...``.
+The LETOR format (Qin & Liu, 2013) keeps the query id on every line; LightGBM's format leaves it out
+and lists the number of documents of each query, in row order, in a ``.query`` file beside the data.
+Parsing is done by :func:`sklearn.datasets.load_svmlight_file`; these functions add the query ids,
+the checks and error messages that name the file.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+from sklearn.utils import check_array
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sklearn_ltr._groups import QueryGroups
+from sklearn_ltr._validation import check_relevance
+
+__all__ = ["dump_lightgbm_ranking", "dump_svmlight_ranking", "load_lightgbm_ranking", "load_svmlight_ranking"]
+
+
+def _name(path):
+    """How error messages name a file: its path, or a file object's ``name``."""
+    return os.fspath(path) if isinstance(path, (str, os.PathLike)) else getattr(path, "name", repr(path))
+
+
+def _read(path, *, n_features, dtype, zero_based, query_id):
+    """``load_svmlight_file`` with errors that name ``path``."""
+    if isinstance(path, (str, os.PathLike)) and not os.path.exists(path):
+        raise FileNotFoundError(f"no such ranking data file: {_name(path)!r}")
+    try:
+        return load_svmlight_file(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=query_id)
+    except InvalidParameterError:  # a bad argument (dtype, n_features, ...), not a bad file
+        raise
+    except (ValueError, TypeError, OverflowError) as err:
+        reason = str(err) if len(str(err)) <= 200 else str(err)[:200] + "..."
+        raise ValueError(
+            f"could not read {_name(path)!r} as an SVMlight/libsvm ranking file "
+            f"('<label> [qid:<id>] <index>:<value> ...' per line): {reason}"
+        ) from err
+
+
+def _finish(X, path, dense):
+    if X.shape[0] == 0:
+        raise ValueError(f"{_name(path)!r} holds no data rows.")
+    return X.toarray() if dense else X
+
+
+def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based="auto", dense=True):
+    """Load a LETOR / SVMlight ranking file with ``qid:`` query ids.
+
+    Each line reads ``<label> qid:<id> <index>:<value> ... [# comment]``, the format of
+    LETOR 3.0/4.0, MSLR-WEB10K/30K and Yahoo! LTR (Qin & Liu, 2013).
+
+    Parameters
+    ----------
+    path : str, path-like or binary file object
+        The file; ``.gz`` and ``.bz2`` files are decompressed on the fly.
+    n_features : int, default=None
+        Number of columns of ``X``; inferred from the largest feature index when None.
+        Pass it to load a test file whose last features are all zero with as many
+        columns as its training file.
+    dtype : numpy dtype, default=np.float64
+        Dtype of ``X``.
+    zero_based : bool or "auto", default="auto"
+        Whether feature indices start at 0. "auto" takes the file as one-based
+        (the LETOR convention) unless it holds an index 0.
+    dense : bool, default=True
+        Return ``X`` as a dense ndarray; False keeps scipy's CSR matrix.
+
+    Returns
+    -------
+    X : ndarray or scipy.sparse.csr_matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,), float64
+        Relevance labels.
+    groups : ndarray of shape (n_samples,), int64
+        The ``qid:`` query id of each row, in file order.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the file is not in SVMlight format, is empty, or has rows without ``qid:``
+        (LightGBM-style files keep query sizes in a ``.query`` file instead: use
+        :func:`load_lightgbm_ranking`).
+
+    See Also
+    --------
+    dump_svmlight_ranking : Write this format.
+    load_lightgbm_ranking : Read libsvm rows with a ``.query`` sizes file.
+
+    References
+    ----------
+    T. Qin and T.-Y. Liu, "Introducing LETOR 4.0 Datasets", arXiv:1306.2597, 2013.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn_ltr.datasets import load_svmlight_ranking
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("2 qid:7 1:0.5 2:1.0\\n0 qid:7 1:0.1\\n1 qid:9 2:3.0\\n")
+    >>> X, y, groups = load_svmlight_ranking(path)
+    >>> X
+    array([[0.5, 1. ],
+           [0.1, 0. ],
+           [0. , 3. ]])
+    >>> y, groups
+    (array([2., 0., 1.]), array([7, 7, 9]))
+    """
+    X, y, qid = _read(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=True)
+    X = _finish(X, path, dense)
+    if qid.shape[0] == 0:
+        raise ValueError(
+            f"{_name(path)!r} has no 'qid:' query ids. LightGBM-style files keep the query sizes "
+            f"in a separate '.query' file: use load_lightgbm_ranking for them."
+        )
+    if qid.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"only {qid.shape[0]} of the {X.shape[0]} rows of {_name(path)!r} have a 'qid:' query id; "
+            f"every row needs one."
+        )
+    return X, y, qid.astype(np.int64, copy=False)
+
+
+def _check_dump(X, y, groups):
+    """Validate writer inputs; return X (ndarray or CSR), y and the QueryGroups index."""
+    if not sp.issparse(X) and np.ndim(X) != 2:
+        raise ValueError(f"X must be 2-D, one row of features per document; got shape {np.shape(X)}.")
+    X = check_array(X, accept_sparse="csr", dtype="numeric", input_name="X")
+    y = check_relevance(y, name="y")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows; pass one label per row.")
+    return X, y, QueryGroups(groups, n_samples=X.shape[0])
+
+
+def _labels(y):
+    """Write whole-number labels as integers (``2``, not ``2.0``), as LETOR and LightGBM files do."""
+    return y.astype(np.int64) if np.array_equal(y, np.round(y)) else y
+
+
+def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None):
+    """Write a LETOR / SVMlight ranking file with ``qid:`` query ids.
+
+    Rows are written **sorted by query id** (a stable sort: rows of a query keep their
+    input order), so that each query's rows are contiguous, as the LETOR convention and
+    tools such as SVMrank expect. Reading the file back therefore returns the rows in
+    ``sklearn_ltr`` query order, not necessarily in input order. Zero feature values are
+    not written (the format is sparse); pass ``n_features`` when reading back.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Features, finite.
+    y : array-like of shape (n_samples,)
+        Non-negative relevance labels; whole numbers are written as integers.
+    groups : array-like of shape (n_samples,)
+        Integer query id of each row, in any order. String ids are rejected because
+        the format stores integer ``qid:`` values; map them first, e.g. with
+        ``np.unique(groups, return_inverse=True)[1]``.
+    path : str or path-like
+        Output file, overwritten.
+    zero_based : bool, default=False
+        Write zero-based feature indices. The default writes one-based indices, as LETOR
+        files do.
+    comment : str, default=None
+        Text written as ``#`` comment lines at the top of the file.
+
+    See Also
+    --------
+    load_svmlight_ranking : Read this format.
+
+    References
+    ----------
+    T. Qin and T.-Y. Liu, "Introducing LETOR 4.0 Datasets", arXiv:1306.2597, 2013.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn_ltr.datasets import dump_svmlight_ranking
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.txt")
+    >>> dump_svmlight_ranking([[0.5, 0.0], [1.0, 2.0], [0.0, 3.0]], [1, 0, 2], [9, 4, 9], path)
+    >>> print(open(path).read(), end="")
+    0 qid:4 1:1 2:2
+    1 qid:9 1:0.5
+    2 qid:9 2:3
+    """
+    X, y, qg = _check_dump(X, y, groups)
+    if qg.ids.dtype.kind not in "iu":
+        raise ValueError(
+            "groups holds string query ids, but the SVMlight format stores integer 'qid:' values; "
+            "map them to integers first, e.g. groups = np.unique(groups, return_inverse=True)[1]."
+        )
+    qid = qg.ids[qg.codes].astype(np.int64)
+    dump_svmlight_file(
+        X[qg.order],
+        _labels(y)[qg.order],
+        os.fspath(path),
+        zero_based=zero_based,
+        comment=comment,
+        query_id=qid[qg.order],
+    )
+
+
+def _read_sizes(query_path, n_rows):
+    if not os.path.exists(query_path):
+        raise FileNotFoundError(
+            f"query sizes file {_name(query_path)!r} not found; LightGBM-format data needs one group "
+            f"size per line in a '.query' file beside it (or pass query_path)."
+        )
+    with open(query_path, "rb") as f:
+        tokens = f.read().split()
+    try:
+        sizes = np.array([int(token) for token in tokens], dtype=np.int64)
+    except ValueError as err:
+        raise ValueError(f"{_name(query_path)!r} must hold one integer group size per line: {err}") from err
+    if sizes.size == 0:
+        raise ValueError(f"query sizes file {_name(query_path)!r} is empty.")
+    if (sizes < 1).any():
+        bad = int(np.flatnonzero(sizes < 1)[0])
+        raise ValueError(
+            f"query sizes file {_name(query_path)!r} has a non-positive size {sizes[bad]} on line "
+            f"{bad + 1}; every query needs at least one row."
+        )
+    if sizes.sum() != n_rows:
+        raise ValueError(
+            f"the group sizes in {_name(query_path)!r} sum to {sizes.sum()}, but the data file has "
+            f"{n_rows} rows; they must be equal."
+        )
+    return sizes
+
+
+def load_lightgbm_ranking(path, *, query_path=None, n_features=None, dtype=np.float64, zero_based="auto", dense=True):
+    """Load LightGBM ranking data: libsvm rows plus a ``.query`` file of group sizes.
+
+    The data file holds ``<label> <index>:<value> ...`` lines with the rows of each query
+    contiguous; the query file (LightGBM's ``rank.train.query``) holds one group size per
+    line, in row order.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The libsvm data file.
+    query_path : str or path-like, default=None
+        The group sizes file; defaults to ``path + ".query"``.
+    n_features : int, default=None
+        Number of columns of ``X``; inferred from the largest feature index when None.
+    dtype : numpy dtype, default=np.float64
+        Dtype of ``X``.
+    zero_based : bool or "auto", default="auto"
+        Whether feature indices start at 0; "auto" reads one-based indices unless the
+        file holds an index 0.
+    dense : bool, default=True
+        Return ``X`` as a dense ndarray; False keeps scipy's CSR matrix.
+
+    Returns
+    -------
+    X : ndarray or scipy.sparse.csr_matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,), float64
+    groups : ndarray of shape (n_samples,), int64
+        Query number of each row: ``0 .. n_queries - 1`` in file order.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the data file or the query file is missing.
+    ValueError
+        If a file is malformed, a size is not a positive integer, or the sizes do not
+        sum to the number of rows.
+
+    See Also
+    --------
+    dump_lightgbm_ranking : Write this format.
+    load_svmlight_ranking : Read files with ``qid:`` ids.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn_ltr.datasets import load_lightgbm_ranking
+    >>> path = os.path.join(tempfile.mkdtemp(), "rank.train")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("1 1:0.5\\n0 2:1.0\\n2 1:0.3 2:0.2\\n")
+    >>> with open(path + ".query", "w") as f:
+    ...     _ = f.write("2\\n1\\n")
+    >>> X, y, groups = load_lightgbm_ranking(path)
+    >>> X.shape, groups
+    ((3, 2), array([0, 0, 1]))
+    """
+    if query_path is None:
+        query_path = os.fspath(path) + ".query"
+    X, y = _read(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=False)
+    X = _finish(X, path, dense)
+    sizes = _read_sizes(query_path, X.shape[0])
+    return X, y, np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+
+
+def dump_lightgbm_ranking(X, y, groups, path, *, query_path=None, zero_based=False):
+    """Write LightGBM ranking data: a libsvm file and its ``.query`` group sizes file.
+
+    Rows are written **sorted by query** (queries in sorted id order, a stable sort
+    that keeps each query's rows in input order), since LightGBM needs each query's rows
+    contiguous. The ids themselves are not stored: :func:`load_lightgbm_ranking` numbers
+    the queries ``0 .. n_queries - 1`` in that order.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Features, finite.
+    y : array-like of shape (n_samples,)
+        Non-negative relevance labels; whole numbers are written as integers.
+    groups : array-like of shape (n_samples,)
+        Query id of each row (integers or strings, any order).
+    path : str or path-like
+        The libsvm data file, overwritten.
+    query_path : str or path-like, default=None
+        The group sizes file; defaults to ``path + ".query"``.
+    zero_based : bool, default=False
+        Write zero-based feature indices (default one-based, like LightGBM's examples).
+
+    See Also
+    --------
+    load_lightgbm_ranking : Read this format.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn_ltr.datasets import dump_lightgbm_ranking
+    >>> path = os.path.join(tempfile.mkdtemp(), "rank.train")
+    >>> dump_lightgbm_ranking([[1.0], [2.0], [3.0]], [0, 1, 2], ["q2", "q1", "q2"], path)
+    >>> print(open(path).read(), end="")
+    1 1:2
+    0 1:1
+    2 1:3
+    >>> print(open(path + ".query").read(), end="")
+    1
+    2
+    """
+    X, y, qg = _check_dump(X, y, groups)
+    if query_path is None:
+        query_path = os.fspath(path) + ".query"
+    dump_svmlight_file(X[qg.order], _labels(y)[qg.order], os.fspath(path), zero_based=zero_based)
+    with open(query_path, "w") as f:
+        f.writelines(f"{size}\n" for size in qg.sizes)
