@@ -1,0 +1,168 @@
+"""Pairwise losses: RankNet and LambdaRank, on one broadcast ``[batch, L, L]`` kernel."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from sklearn_ltr.losses._common import (
+    check_inputs,
+    check_k,
+    check_positive,
+    discount,
+    gains,
+    ideal_dcg,
+    mean_over_queries,
+    safe_divide,
+    sort_ranks,
+)
+
+__all__ = ["lambdarank", "ranknet"]
+
+
+def _pairwise(scores, labels, mask, *, sigma, ties):
+    """The one pairwise kernel: every (i, j) pair of a list, broadcast to ``[batch, L, L]``.
+
+    Each unordered pair is taken once, as ``i < j``. Returns
+
+    - ``logits[b, i, j] = sigma * (s_i - s_j)`` (the only pairwise tensor on the autograd
+      graph);
+    - ``target[b, i, j] = (1 + S_ij) / 2`` with ``S_ij = sign(y_i - y_j)``: Burges' target
+      probability that i ranks above j (1, 1/2 for a tie, 0);
+    - ``pairs[b, i, j]``: both documents real, ``i < j``, and labels different unless
+      ``ties``.
+
+    Inputs must come from :func:`check_inputs` (padding already replaced by zeros), so every
+    entry is finite and the masked ones only need a zero weight.
+    """
+    scaled = sigma * scores
+    logits = scaled[:, :, None] - scaled[:, None, :]
+    with torch.no_grad():
+        target = (torch.sign(labels[:, :, None] - labels[:, None, :]) + 1.0) * 0.5
+        length = scores.shape[1]
+        upper = torch.ones(length, length, dtype=torch.bool, device=scores.device).triu_(1)
+        pairs = upper & mask[:, :, None] & mask[:, None, :]
+        if not ties:
+            pairs &= target != 0.5
+    return logits, target, pairs
+
+
+def _pair_cost_per_query(logits, target, weight):
+    """Per-query sum of ``weight * C`` with C the RankNet cost of each pair.
+
+    ``C = -P log sigmoid(o) - (1 - P) log sigmoid(-o)`` with ``o = logits`` and
+    ``P = target`` equals ``(1 - S) sigma d / 2 + log(1 + exp(-sigma d))``. One fused
+    ``binary_cross_entropy_with_logits`` keeps only its inputs for the backward pass.
+    """
+    cost = F.binary_cross_entropy_with_logits(logits, target, weight=weight, reduction="none")
+    return cost.sum(dim=(1, 2))
+
+
+def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True):
+    r"""RankNet: logistic loss on the score difference of every pair of documents.
+
+    For documents :math:`i, j` of one list with :math:`S_{ij} = \operatorname{sign}(y_i - y_j)`
+    (Burges, 2010):
+
+    .. math::
+        C_{ij} = \tfrac{1}{2}(1 - S_{ij})\,\sigma(s_i - s_j)
+                 + \log\!\big(1 + e^{-\sigma(s_i - s_j)}\big),
+        \qquad
+        \ell_q = \frac{1}{|P_q|} \sum_{\{i, j\} \in P_q} C_{ij}
+
+    where :math:`P_q` holds each unordered pair once (:math:`C_{ij} = C_{ji}`). A pair with
+    tied labels has :math:`S_{ij} = 0`, target probability 1/2 and cost
+    :math:`\log(2\cosh(\sigma(s_i - s_j)/2))`, which pulls the two scores together. The
+    loss is the mean of :math:`\ell_q` over queries; a query without pairs contributes 0.
+
+    Parameters
+    ----------
+    scores, labels : torch.Tensor of shape (batch, list)
+        Ranking scores and relevance labels; values in padded slots are ignored.
+    mask : torch.Tensor of bool, shape (batch, list), default=None
+        True for real documents; None means every slot is real.
+    sigma : float, default=1.0
+        Steepness :math:`\sigma` of the logistic.
+    include_ties : bool, default=True
+        Whether pairs with equal labels are in :math:`P_q`. True follows the cost as Burges
+        defines it (:math:`S_{ij} \in \{-1, 0, 1\}`; the original RankNet trains with target
+        probability 1/2 on ties). False keeps only pairs with different labels, the set
+        :math:`I` over which Burges factorises the gradient into lambdas, and what LightGBM,
+        TF-Ranking and allRank use.
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar: mean over queries of the mean pair cost. A single-document list has no pair
+        and gives 0.
+
+    References
+    ----------
+    .. [1] Burges, Shaked, Renshaw, Lazier, Deeds, Hamilton, Hullender. "Learning to Rank
+       using Gradient Descent." ICML 2005.
+    .. [2] Burges. "From RankNet to LambdaRank to LambdaMART: An Overview." Microsoft
+       Research Technical Report MSR-TR-2010-82, 2010.
+    """
+    sigma = check_positive("sigma", sigma)
+    scores, labels, mask = check_inputs(scores, labels, mask)
+    logits, target, pairs = _pairwise(scores, labels, mask, sigma=sigma, ties=bool(include_ties))
+    weight = pairs.to(scores.dtype)
+    per_query = _pair_cost_per_query(logits, target, weight)
+    return mean_over_queries(safe_divide(per_query, weight.sum(dim=(1, 2))), mask)
+
+
+def lambdarank(scores, labels, mask=None, *, sigma=1.0, k=None):
+    r"""LambdaRank: RankNet with every pair weighted by the NDCG change of swapping it.
+
+    .. math::
+        \ell_q = \sum_{\{i, j\}:\, y_i \neq y_j} |\Delta \mathrm{NDCG}_{ij}|\, C_{ij},
+        \qquad
+        |\Delta \mathrm{NDCG}_{ij}| = \frac{|G(y_i) - G(y_j)|\,
+            |D(r_i) - D(r_j)|}{\mathrm{IDCG@}k}
+
+    with :math:`C_{ij}` the RankNet cost (see :func:`ranknet`), gain
+    :math:`G(y) = 2^y - 1`, discount :math:`D(r) = 1 / \log_2(1 + r)` (0 for
+    :math:`r > k`), and :math:`r_i` the rank of document :math:`i` in the current ranking by
+    score (ties in score broken by position). The weights are constants for autograd, so the
+    gradient of :math:`\ell_q` with respect to :math:`s_i` is Burges' lambda
+    :math:`\lambda_i = \sum_j |\Delta \mathrm{NDCG}_{ij}|\, \partial C_{ij} / \partial s_i`.
+    Pairs are summed, not averaged, as in LambdaMART; the loss is the mean of
+    :math:`\ell_q` over queries. Tied labels have zero weight; a query with no relevant
+    document (ideal DCG 0) contributes 0.
+
+    Parameters
+    ----------
+    scores, labels : torch.Tensor of shape (batch, list)
+        Ranking scores and relevance labels (non-negative grades); padded slots are ignored.
+    mask : torch.Tensor of bool, shape (batch, list), default=None
+        True for real documents; None means every slot is real.
+    sigma : float, default=1.0
+        Steepness of the RankNet logistic.
+    k : int, default=None
+        Truncation: optimise NDCG@k (discounts past rank k are 0, so only pairs with at least
+        one document in the current top k count). None uses the whole list.
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar loss. A single-document list gives 0.
+
+    References
+    ----------
+    .. [1] Burges, Ragno, Le. "Learning to Rank with Nonsmooth Cost Functions." NIPS 2006.
+    .. [2] Burges. "From RankNet to LambdaRank to LambdaMART: An Overview." Microsoft
+       Research Technical Report MSR-TR-2010-82, 2010.
+    """
+    sigma = check_positive("sigma", sigma)
+    k = check_k(k)
+    scores, labels, mask = check_inputs(scores, labels, mask)
+    logits, target, pairs = _pairwise(scores, labels, mask, sigma=sigma, ties=False)
+    with torch.no_grad():
+        gain = gains(labels, mask)
+        disc = discount(sort_ranks(scores, mask), k)
+        inverse_idcg = safe_divide(torch.ones_like(gain[:, 0]), ideal_dcg(gain, mask, k))
+        weight = (gain[:, :, None] - gain[:, None, :]).abs_()
+        weight *= (disc[:, :, None] - disc[:, None, :]).abs_()
+        weight *= inverse_idcg[:, None, None]
+        weight = torch.where(pairs, weight, 0.0)
+    return mean_over_queries(_pair_cost_per_query(logits, target, weight), mask)

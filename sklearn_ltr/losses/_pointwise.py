@@ -1,0 +1,63 @@
+"""Pointwise loss: sigmoid cross-entropy."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from sklearn_ltr.losses._common import check_inputs, check_positive, mean_over_queries, safe_divide
+
+__all__ = ["sigmoid_cross_entropy"]
+
+
+def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None):
+    r"""Sigmoid (binary) cross-entropy of each document's score against its scaled label.
+
+    Each score is the logit of the probability that its document is relevant:
+
+    .. math::
+        \ell_q = \frac{1}{n_q} \sum_{i=1}^{n_q}
+            -\big[t_i \log \sigma(s_i) + (1 - t_i) \log(1 - \sigma(s_i))\big],
+        \qquad
+        t_i = \begin{cases}
+            \mathbb{1}[y_i > 0] & \text{if max\_label is None} \\
+            \min(\max(y_i / \text{max\_label}, 0), 1) & \text{otherwise}
+        \end{cases}
+
+    computed as ``-t * logsigmoid(s) - (1 - t) * logsigmoid(-s)``, which is finite for any
+    finite score. The loss is the mean of :math:`\ell_q` over the queries of the batch.
+
+    Parameters
+    ----------
+    scores : torch.Tensor of shape (batch, list)
+        Ranking scores (logits). Values in padded slots are ignored.
+    labels : torch.Tensor of shape (batch, list)
+        Relevance labels (graded or clicks).
+    mask : torch.Tensor of bool, shape (batch, list), default=None
+        True for real documents; None means every slot is real.
+    max_label : float, default=None
+        None binarises the labels (a document is relevant when its label is positive, the
+        right reading of clicks). A number scales graded labels to the target
+        ``y / max_label``, clipped to [0, 1] (e.g. ``max_label=4`` for 0-4 grades).
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar: the mean over queries of the per-query mean over documents. A single-document
+        list gives that document's cross-entropy.
+
+    References
+    ----------
+    .. [1] Qin, Yan, Zhuang, Tay, Pasumarthi, Wang, Bendersky, Najork. "Are Neural Rankers
+       still Outperformed by Gradient Boosted Decision Trees?" ICLR 2021 (the loss comparison
+       in which it appears, from TF-Ranking's ``SigmoidCrossEntropyLoss``).
+    """
+    scores, labels, mask = check_inputs(scores, labels, mask)
+    if max_label is None:
+        target = (labels > 0).to(scores.dtype)
+    else:
+        target = (labels / check_positive("max_label", max_label)).clamp(0.0, 1.0)
+    per_doc = -(target * F.logsigmoid(scores) + (1.0 - target) * F.logsigmoid(-scores))
+    per_doc = torch.where(mask, per_doc, 0.0)
+    n_docs = mask.sum(dim=1).to(scores.dtype)
+    return mean_over_queries(safe_divide(per_doc.sum(dim=1), n_docs), mask)

@@ -1,0 +1,612 @@
+"""Ranking losses: one contract suite over every registered loss, hand-computed values, properties."""
+
+import inspect
+import itertools
+import math
+import pickle
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sklearn_ltr.losses import (
+    ALIASES,
+    LOSSES,
+    approx_ndcg,
+    attention_rank,
+    get_loss,
+    gumbel_approx_ndcg,
+    gumbel_neuralsort_ndcg,
+    lambdarank,
+    listmle,
+    neuralsort_ndcg,
+    ranknet,
+    sigmoid_cross_entropy,
+    softmax_cross_entropy,
+)
+
+ALL = sorted(LOSSES)
+GUMBEL = {"gumbel_approx_ndcg", "gumbel_neuralsort_ndcg"}
+#: Losses whose value does not move when every score of a list moves by the same amount.
+SHIFT_INVARIANT = sorted(set(ALL) - {"sigmoid_ce"})
+LN2 = math.log(2.0)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def call(name, scores, labels, mask=None, seed=0, **options):
+    """Call a registered loss; stochastic ones get a generator seeded with ``seed``."""
+    function = LOSSES[name]
+    if "generator" in inspect.signature(function).parameters:
+        options.setdefault("generator", torch.Generator(device=scores.device).manual_seed(seed))
+    return function(scores, labels, mask, **options)
+
+
+def value_and_grad(name, scores, labels, mask=None, **options):
+    scores = scores.detach().clone().requires_grad_(True)
+    value = call(name, scores, labels, mask, **options)
+    (grad,) = torch.autograd.grad(value, scores)
+    return value.detach(), grad
+
+
+def t(rows, dtype=torch.float64):
+    return torch.tensor(rows, dtype=dtype)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def softplus(x):
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+def gumbel_like(shape, seed, n_samples=1):
+    """The noise the Gumbel losses draw: -log(-log(U)), U = torch.rand((n_samples, *shape))."""
+    u = torch.rand((n_samples, *shape), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return -torch.log(-torch.log(u))
+
+
+def dcg_at(labels_in_rank_order, k=None):
+    n = len(labels_in_rank_order) if k is None else min(k, len(labels_in_rank_order))
+    return sum((2.0 ** labels_in_rank_order[r] - 1.0) / math.log2(r + 2.0) for r in range(n))
+
+
+def ndcg(scores, labels, k=None):
+    """Plain-Python NDCG@k: rank by decreasing score, ties by position; None when IDCG is 0."""
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    ideal = dcg_at(sorted(labels, reverse=True), k)
+    return dcg_at([labels[i] for i in order], k) / ideal if ideal > 0 else None
+
+
+def hand_ranknet_pair(si, sj, yi, yj, sigma=1.0):
+    """Burges' C_ij = (1 - S_ij) sigma (s_i - s_j) / 2 + log(1 + exp(-sigma (s_i - s_j)))."""
+    s_ij = (yi > yj) - (yi < yj)
+    d = si - sj
+    return 0.5 * (1 - s_ij) * sigma * d + softplus(-sigma * d)
+
+
+def hand_approx_loss(s, y, temperature):
+    n = len(s)
+    ranks = [1 + sum(sigmoid((s[j] - s[i]) / temperature) for j in range(n) if j != i) for i in range(n)]
+    idcg = dcg_at(sorted(y, reverse=True))
+    dcg = sum((2.0 ** y[i] - 1.0) / math.log2(1.0 + ranks[i]) for i in range(n))
+    return 1.0 - dcg / idcg if idcg > 0 else 0.0
+
+
+def hand_neural_loss(s, y, tau, sinkhorn_rounds, k=None):
+    n = len(s)
+    spread = [sum(abs(s[j] - s[m]) for m in range(n)) for j in range(n)]
+    p = []
+    for r in range(1, n + 1):
+        logits = [((n + 1 - 2 * r) * s[j] - spread[j]) / tau for j in range(n)]
+        top = max(logits)
+        weights = [math.exp(v - top) for v in logits]
+        p.append([w / sum(weights) for w in weights])
+    for _ in range(sinkhorn_rounds):
+        columns = [sum(p[r][j] for r in range(n)) for j in range(n)]
+        p = [[p[r][j] / columns[j] for j in range(n)] for r in range(n)]
+        p = [[v / sum(row) for v in row] for row in p]
+    gains = [2.0**v - 1.0 for v in y]
+    sorted_gains = [sum(p[r][j] * gains[j] for j in range(n)) for r in range(n)]
+    top_k = n if k is None else min(k, n)
+    dcg = sum(sorted_gains[r] / math.log2(r + 2.0) for r in range(top_k))
+    idcg = dcg_at(sorted(y, reverse=True), k)
+    return 1.0 - dcg / idcg if idcg > 0 else 0.0
+
+
+# ---------------------------------------------------------------- hand-computed values
+
+S3, Y3 = [1.0, 0.0, -0.5], [2.0, 0.0, 1.0]
+
+
+def _hand_values():
+    s, y = S3, Y3
+    lse = math.log(sum(math.exp(v) for v in s))
+    idcg = 3.0 + 1.0 / math.log2(3.0)
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    ranknet_costs = [hand_ranknet_pair(s[i], s[j], y[i], y[j]) for i, j in pairs]
+    # Current ranks are 1, 2, 3 (scores already decreasing); discounts 1, 1/log2(3), 1/2.
+    disc = [1.0, 1.0 / math.log2(3.0), 0.5]
+    gain = [2.0**v - 1.0 for v in y]
+    delta = [abs(gain[i] - gain[j]) * abs(disc[i] - disc[j]) / idcg for i, j in pairs]
+    # ListMLE: label order 0 (y=2), 2 (y=1), 1 (y=0).
+    ordered = [s[0], s[2], s[1]]
+    listmle_value = sum(math.log(sum(math.exp(v) for v in ordered[r:])) - ordered[r] for r in range(3))
+    psi = [math.exp(v) if v > 0 else 0.0 for v in y]
+    a_y = [v / sum(psi) for v in psi]
+    a_s = [math.exp(v - lse) for v in s]
+    return {
+        "sigmoid_ce": ({}, (softplus(-1.0) + softplus(0.0) + softplus(0.5)) / 3),
+        "sigmoid_ce_graded": (
+            {"max_label": 4},
+            sum(softplus(v) - t_ * v for v, t_ in zip(s, [0.5, 0.0, 0.25], strict=True)) / 3,
+        ),
+        "ranknet": ({}, sum(ranknet_costs) / 3),
+        "ranknet_sigma": (
+            {"sigma": 2.0},
+            sum(hand_ranknet_pair(s[i], s[j], y[i], y[j], sigma=2.0) for i, j in pairs) / 3,
+        ),
+        "lambdarank": ({}, sum(w * c for w, c in zip(delta, ranknet_costs, strict=True))),
+        # k=1: only the top discount survives; IDCG@1 = 3.
+        "lambdarank_k1": ({"k": 1}, (3.0 * ranknet_costs[0] + 2.0 * ranknet_costs[1]) / 3.0),
+        "softmax": ({}, -(2 / 3 * (s[0] - lse) + 1 / 3 * (s[2] - lse))),
+        "softmax_listnet": (
+            {"target": "softmax"},
+            -sum(math.exp(y[i]) / sum(math.exp(v) for v in y) * (s[i] - lse) for i in range(3)),
+        ),
+        "listmle": ({}, listmle_value),
+        "approx_ndcg": ({"temperature": 0.5}, hand_approx_loss(s, y, 0.5)),
+        "neuralsort_ndcg": ({"sinkhorn_iters": 500, "tol": 1e-13}, hand_neural_loss(s, y, 1.0, 500)),
+        "neuralsort_ndcg_raw": ({"sinkhorn_iters": 0, "temperature": 0.5}, hand_neural_loss(s, y, 0.5, 0)),
+        "neuralsort_ndcg_k2": (
+            {"sinkhorn_iters": 500, "tol": 1e-13, "k": 2},
+            hand_neural_loss(s, y, 1.0, 500, k=2),
+        ),
+        "attention_rank": (
+            {},
+            -sum(a_y[i] * math.log(a_s[i]) + (1 - a_y[i]) * math.log(1 - a_s[i]) for i in range(3)),
+        ),
+        "attention_rank_released": ({"complement": False}, -sum(a_y[i] * math.log(a_s[i]) for i in range(3))),
+    }
+
+
+HAND = _hand_values()
+
+
+@pytest.mark.parametrize("case", sorted(HAND))
+def test_hand_computed_value(case):
+    options, expected = HAND[case]
+    name = case if case in LOSSES else next(n for n in sorted(LOSSES, key=len, reverse=True) if case.startswith(n))
+    value = call(name, t([S3]), t([Y3]), **options)
+    assert value.item() == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(GUMBEL))
+def test_gumbel_losses_are_their_base_loss_on_perturbed_scores(name):
+    # Hand value: the base formula on s + g, g the Gumbel noise of the same generator.
+    scores, labels = t([S3]), t([Y3])
+    noise = gumbel_like(scores.shape, seed=7, n_samples=3)
+    perturbed = (scores + noise).tolist()
+    if name == "gumbel_approx_ndcg":
+        expected = sum(hand_approx_loss(p[0], Y3, 0.5) for p in perturbed) / 3
+        options = {"temperature": 0.5}
+    else:
+        expected = sum(hand_neural_loss(p[0], Y3, 1.0, 500) for p in perturbed) / 3
+        options = {"sinkhorn_iters": 500, "tol": 1e-13}
+    value = call(name, scores, labels, seed=7, n_samples=3, **options)
+    assert value.item() == pytest.approx(expected, rel=1e-9)
+
+
+def test_ranknet_ties_count_as_zero_target():
+    s, y = t([[0.3, -0.2]]), t([[1.0, 1.0]])
+    assert ranknet(s, y).item() == pytest.approx(0.25 + softplus(-0.5), rel=1e-12)
+    assert ranknet(s, y).item() == pytest.approx(math.log(2 * math.cosh(0.25)), rel=1e-12)
+    assert ranknet(s, y, include_ties=False).item() == 0.0
+
+
+# ---------------------------------------------------------------- the contract suite
+
+
+def _random_batch(seed, batch=4, length=7, dtype=torch.float64):
+    """Scores, graded labels (with ties) and a mask: lists of length, length - 2, 3 and 1."""
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(batch, length, generator=g, dtype=dtype)
+    labels = torch.randint(0, 5, (batch, length), generator=g).to(dtype)
+    lengths = torch.tensor([length, length - 2, 3, 1][:batch])
+    mask = torch.arange(length)[None, :] < lengths[:, None]
+    return scores, labels, mask
+
+
+#: Options that make a loss deterministic and independent of the batch's shape.
+DETERMINISTIC = {"listmle": {"shuffle_ties": False}}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_garbage_in_padding_changes_neither_value_nor_gradient(name):
+    scores, labels, mask = _random_batch(0)
+    value, grad = value_and_grad(name, scores, labels, mask)
+    garbage = torch.tensor([math.nan, math.inf, -math.inf, 1e30, -7.0], dtype=scores.dtype)
+    dirty_scores, dirty_labels = scores.clone(), labels.clone()
+    padded = (~mask).nonzero(as_tuple=True)
+    dirty_scores[padded] = garbage[torch.arange(len(padded[0])) % len(garbage)]
+    dirty_labels[padded] = garbage[(torch.arange(len(padded[0])) + 2) % len(garbage)]
+    dirty_value, dirty_grad = value_and_grad(name, dirty_scores, dirty_labels, mask)
+    assert torch.isfinite(dirty_value)
+    torch.testing.assert_close(dirty_value, value, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(dirty_grad[mask], grad[mask], rtol=1e-10, atol=1e-12)
+    assert torch.all(dirty_grad[~mask] == 0)
+
+
+@pytest.mark.parametrize("name", sorted(set(ALL) - GUMBEL))
+def test_appended_padding_changes_neither_value_nor_gradient(name):
+    # Gumbel losses draw noise for every slot, so extra slots change the draw; they are
+    # covered by the same-shape test above.
+    options = DETERMINISTIC.get(name, {})
+    scores, labels, mask = _random_batch(1)
+    value, grad = value_and_grad(name, scores, labels, mask, **options)
+    extra = 5
+    wide_scores = torch.cat([scores, torch.full((4, extra), math.nan, dtype=scores.dtype)], dim=1)
+    wide_scores[:, -1] = math.inf
+    wide_labels = torch.cat([labels, torch.full((4, extra), -math.inf, dtype=labels.dtype)], dim=1)
+    wide_mask = torch.cat([mask, torch.zeros(4, extra, dtype=torch.bool)], dim=1)
+    wide_value, wide_grad = value_and_grad(name, wide_scores, wide_labels, wide_mask, **options)
+    torch.testing.assert_close(wide_value, value, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(wide_grad[:, : scores.shape[1]], grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", ALL)
+def test_extreme_scores_give_finite_values_and_gradients(name, dtype):
+    g = torch.Generator().manual_seed(2)
+    signs = torch.randint(0, 2, (3, 6), generator=g) * 2 - 1
+    scores = (signs * 1e4).to(dtype)
+    scores[1] = torch.tensor([1e4, 1e4, -1e4, 3.0, -1e4, 0.0], dtype=dtype)  # ties at the extremes
+    labels = torch.randint(0, 5, (3, 6), generator=g).to(dtype)
+    labels[2] = torch.tensor([0, 4, 0, 0, 1, 0], dtype=dtype)
+    value, grad = value_and_grad(name, scores, labels)
+    assert torch.isfinite(value) and torch.isfinite(grad).all()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_all_zero_labels_give_finite_values_and_gradients(name):
+    scores, _, mask = _random_batch(3)
+    labels = torch.zeros_like(scores)
+    value, grad = value_and_grad(name, scores, labels, mask)
+    assert torch.isfinite(value) and torch.isfinite(grad).all()
+    if name in {
+        "lambdarank",
+        "softmax",
+        "approx_ndcg",
+        "gumbel_approx_ndcg",
+        "neuralsort_ndcg",
+        "gumbel_neuralsort_ndcg",
+        "attention_rank",
+    }:
+        # Documented: no relevant document, nothing to learn: the query contributes 0.
+        assert value.item() == 0.0 and torch.all(grad == 0)
+
+
+@pytest.mark.parametrize("label", [0.0, 3.0])
+@pytest.mark.parametrize("name", ALL)
+def test_single_document_list(name, label):
+    scores, labels = t([[0.7]]), t([[label]])
+    value, grad = value_and_grad(name, scores, labels)
+    assert torch.isfinite(value) and torch.isfinite(grad).all()
+    if name == "sigmoid_ce":  # the document's own cross-entropy, target 1 if relevant
+        expected = softplus(-0.7) if label > 0 else softplus(0.7)
+        assert value.item() == pytest.approx(expected, rel=1e-12)
+    else:  # no pair, no order, nothing to rank: 0
+        assert value.item() == pytest.approx(0.0, abs=1e-12)
+        assert torch.all(grad.abs() < 1e-12)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_batch_value_is_the_mean_of_its_queries(name):
+    options = DETERMINISTIC.get(name, {})
+    scores, labels, mask = _random_batch(4)
+    if name in GUMBEL:
+        # Each query alone, on the scores perturbed by the batch's noise, through the base loss.
+        base = "approx_ndcg" if name == "gumbel_approx_ndcg" else "neuralsort_ndcg"
+        perturbed = scores + gumbel_like(scores.shape, seed=0)[0]
+        singles = [call(base, perturbed[b : b + 1], labels[b : b + 1], mask[b : b + 1]) for b in range(4)]
+    else:
+        singles = [call(name, scores[b : b + 1], labels[b : b + 1], mask[b : b + 1], **options) for b in range(4)]
+    batch_value = call(name, scores, labels, mask, **options)
+    torch.testing.assert_close(batch_value, torch.stack(singles).mean(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_rows_without_documents_are_ignored(name):
+    options = DETERMINISTIC.get(name, {})
+    scores, labels, mask = _random_batch(5, batch=3)
+    with_empty = call(
+        name,
+        torch.cat([scores, scores[:1]]),
+        torch.cat([labels, labels[:1]]),
+        torch.cat([mask, torch.zeros_like(mask[:1])]),
+        **options,
+    )
+    if name not in GUMBEL:  # the extra row changes the noise shape
+        torch.testing.assert_close(with_empty, call(name, scores, labels, mask, **options), rtol=1e-12, atol=1e-12)
+    value, grad = value_and_grad(name, scores, labels, torch.zeros_like(mask))
+    assert value.item() == 0.0 and torch.all(grad == 0)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_gradient_step_reduces_loss_and_fixes_a_misordered_pair(name):
+    options = {"n_samples": 4} if name in GUMBEL else {}
+    # Four documents, the relevant doc 1 below the irrelevant doc 0.
+    scores, labels = t([[1.0, 0.0, -0.5, -1.0]]), t([[0.0, 2.0, 1.0, 0.0]])
+    value, grad = value_and_grad(name, scores, labels, **options)
+    assert grad[0, 1] < grad[0, 0]  # descent lifts the relevant document over the irrelevant one
+    stepped = scores - 1e-3 * grad / grad.abs().max()
+    assert call(name, stepped, labels, **options) < value
+    # Two documents, mis-ordered: a step along -grad long enough to swap them raises NDCG to 1.
+    scores, labels = t([[0.5, -0.5]]), t([[0.0, 1.0]])
+    _, grad = value_and_grad(name, scores, labels, **options)
+    gap = (grad[0, 0] - grad[0, 1]).item()
+    assert gap > 0
+    stepped = (scores - (1.0 + 0.1) / gap * grad)[0].tolist()
+    assert ndcg(scores[0].tolist(), [0.0, 1.0]) < ndcg(stepped, [0.0, 1.0]) == 1.0
+
+
+def test_half_precision_scores_are_upcast():
+    scores, labels, mask = _random_batch(6, dtype=torch.float32)
+    for name in ALL:
+        low = call(name, scores.to(torch.bfloat16), labels, mask)
+        assert low.dtype == torch.float32 and torch.isfinite(low)
+
+
+def test_mask_none_means_every_slot_is_real():
+    scores, labels, _ = _random_batch(7)
+    for name in ALL:
+        full = torch.ones_like(scores, dtype=torch.bool)
+        torch.testing.assert_close(call(name, scores, labels), call(name, scores, labels, full))
+
+
+# ---------------------------------------------------------------- RankNet and LambdaRank
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(-5, 5), st.integers(0, 3)), min_size=1, max_size=9),
+    st.sampled_from([0.5, 1.0, 2.0]),
+    st.booleans(),
+)
+def test_ranknet_equals_the_pair_formula_pair_by_pair(docs, sigma, include_ties):
+    s = [d[0] for d in docs]
+    y = [float(d[1]) for d in docs]
+    costs = [
+        hand_ranknet_pair(s[i], s[j], y[i], y[j], sigma)
+        for i in range(len(s))
+        for j in range(i + 1, len(s))
+        if include_ties or y[i] != y[j]
+    ]
+    expected = sum(costs) / len(costs) if costs else 0.0
+    value = ranknet(t([s]), t([y]), sigma=sigma, include_ties=include_ties)
+    assert value.item() == pytest.approx(expected, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("k", [None, 1, 3])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lambdarank_gradient_is_delta_ndcg_times_ranknet_gradient(seed, k):
+    g = torch.Generator().manual_seed(seed)
+    n = 7
+    s = torch.randn(n, generator=g, dtype=torch.float64).tolist()
+    y = torch.randint(0, 4, (n,), generator=g).double().tolist()
+    y[0], y[1] = 3.0, 0.0  # at least one relevant document and one pair
+    _, grad = value_and_grad("lambdarank", t([s]), t([y]), sigma=1.5, k=k)
+    base = ndcg(s, y, k)
+    expected = torch.zeros(n, dtype=torch.float64)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if y[i] == y[j]:
+                continue
+            swapped = list(s)
+            swapped[i], swapped[j] = s[j], s[i]  # swaps the two documents' ranks
+            delta = abs(ndcg(swapped, y, k) - base)
+            _, pair_grad = value_and_grad("ranknet", t([[s[i], s[j]]]), t([[y[i], y[j]]]), sigma=1.5)
+            expected[i] += delta * pair_grad[0, 0]
+            expected[j] += delta * pair_grad[0, 1]
+    torch.testing.assert_close(grad[0], expected, rtol=1e-10, atol=1e-13)
+
+
+# ---------------------------------------------------------------- ApproxNDCG and NeuralNDCG
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_approx_ndcg_tends_to_ndcg_within_the_bruch_bound(seed):
+    g = torch.Generator().manual_seed(seed)
+    n = 12
+    s = torch.randn(n, generator=g, dtype=torch.float64).tolist()
+    y = torch.randint(0, 5, (n,), generator=g).double().tolist()
+    y[0] = 4.0
+    true_ndcg = ndcg(s, y)
+    true_ranks = [1 + sum(other > mine for other in s) for mine in s]
+    gaps, bounds = [], []
+    for temperature in [1.0, 0.3, 0.1, 0.03, 0.01, 0.003]:
+        approx_ranks = [1 + sum(sigmoid((s[j] - s[i]) / temperature) for j in range(n) if j != i) for i in range(n)]
+        eps = max(abs(a - b) for a, b in zip(approx_ranks, true_ranks, strict=True))
+        approx = 1.0 - approx_ndcg(t([s]), t([y]), temperature=temperature).item()
+        gap = abs(approx - true_ndcg)
+        assert gap <= eps / (2 * LN2) + 1e-12  # Bruch et al. (SIGIR 2019)
+        gaps.append(gap)
+        bounds.append(eps / (2 * LN2))
+    # The bound falls with the temperature (the gap itself may wobble as errors cancel) and
+    # squeezes the gap to 0.
+    assert all(later < earlier for earlier, later in itertools.pairwise(bounds))
+    assert gaps[-1] < 1e-4 and gaps[-1] < gaps[0] / 100
+
+
+def test_neuralsort_ndcg_tends_to_ndcg_as_temperature_falls():
+    g = torch.Generator().manual_seed(0)
+    s = torch.randn(10, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 5, (10,), generator=g).double()
+    y[0] = 4.0
+    true_ndcg = ndcg(s.tolist(), y.tolist(), k=5)
+    gaps = [
+        abs(1.0 - neuralsort_ndcg(s[None], y[None], temperature=tau, k=5).item() - true_ndcg)
+        for tau in [3.0, 1.0, 0.1, 0.01, 0.001]
+    ]
+    assert all(later < earlier for earlier, later in itertools.pairwise(gaps))
+    assert gaps[-1] < 1e-6
+
+
+def test_neuralsort_ndcg_gradient_matches_finite_differences():
+    # The Sinkhorn scaling has a hand-written backward pass.
+    scores, labels, mask = _random_batch(8, batch=3, length=5)
+    scores.requires_grad_(True)
+    for iters in (0, 3, 50):
+        assert torch.autograd.gradcheck(
+            lambda s, iters=iters: neuralsort_ndcg(s, labels, mask, sinkhorn_iters=iters, tol=1e-12), (scores,)
+        )
+
+
+def test_neuralsort_sinkhorn_makes_the_matrix_doubly_stochastic():
+    from sklearn_ltr.losses._neuralsort import _Sinkhorn, neural_sort
+
+    scores, _, mask = _random_batch(9, batch=3, length=6)
+    kernel = neural_sort(scores, mask, 0.5)
+    n = mask.sum(dim=1, keepdim=True)
+    rows = (torch.arange(1, 7)[None, :] <= n).double()
+    u, v = _Sinkhorn.apply(kernel, rows, mask.double(), 2000, 1e-12)
+    matrix = u[:, :, None] * kernel * v[:, None, :]
+    torch.testing.assert_close(matrix.sum(dim=2), rows)
+    torch.testing.assert_close(matrix.sum(dim=1), mask.double())
+
+
+# ---------------------------------------------------------------- properties
+
+
+scores_and_labels = st.integers(1, 8).flatmap(
+    lambda n: st.tuples(
+        # Distinct scores on a grid, so rankings (and LambdaRank's weights) have no score ties.
+        st.lists(st.integers(-40, 40), min_size=n, max_size=n, unique=True).map(lambda v: [x / 8 for x in v]),
+        st.lists(st.integers(0, 4), min_size=n, max_size=n).map(lambda v: [float(x) for x in v]),
+        st.permutations(list(range(n))),
+    )
+)
+
+
+@pytest.mark.parametrize("name", sorted(set(ALL) - GUMBEL))
+@settings(max_examples=25, deadline=None)
+@given(data=scores_and_labels)
+def test_permuting_documents_permutes_gradients_and_keeps_the_value(name, data):
+    # Gumbel losses draw noise per position, so they are not permutation-equivariant for a fixed
+    # generator; ListMLE's tie order is random: unique labels here.
+    s, y, perm = data
+    options = {}
+    if name == "listmle":
+        y = [float(i) for i in range(len(s))]
+    value, grad = value_and_grad(name, t([s]), t([y]), **options)
+    p_value, p_grad = value_and_grad(name, t([[s[i] for i in perm]]), t([[y[i] for i in perm]]), **options)
+    torch.testing.assert_close(p_value, value, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(p_grad[0], grad[0, perm], rtol=1e-8, atol=1e-11)
+
+
+@pytest.mark.parametrize("name", SHIFT_INVARIANT)
+@settings(max_examples=15, deadline=None)
+@given(data=scores_and_labels, shift=st.sampled_from([-3.0, 0.5, 10.0]))
+def test_shifting_all_scores_of_a_list_changes_nothing(name, data, shift):
+    s, y, _ = data
+    value, grad = value_and_grad(name, t([s]), t([y]))
+    s_value, s_grad = value_and_grad(name, t([s]) + shift, t([y]))
+    torch.testing.assert_close(s_value, value, rtol=1e-9, atol=1e-11)
+    torch.testing.assert_close(s_grad, grad, rtol=1e-7, atol=1e-10)
+
+
+def test_listmle_tie_order_is_reproducible_and_stable_option_is_deterministic():
+    scores, labels = t([[0.5, 0.1, -0.3, 0.9]]), t([[1.0, 1.0, 1.0, 0.0]])
+    draws = {round(listmle(scores, labels, generator=torch.Generator().manual_seed(i)).item(), 12) for i in range(20)}
+    assert len(draws) > 1  # ties ordered at random
+    again = listmle(scores, labels, generator=torch.Generator().manual_seed(3))
+    assert again == listmle(scores, labels, generator=torch.Generator().manual_seed(3))
+    # shuffle_ties=False: input order among ties.
+    ordered = [0.5, 0.1, -0.3, 0.9]
+    expected = sum(math.log(sum(math.exp(v) for v in ordered[r:])) - ordered[r] for r in range(4))
+    assert listmle(scores, labels, shuffle_ties=False).item() == pytest.approx(expected, rel=1e-12)
+
+
+# ---------------------------------------------------------------- registry and bad input
+
+
+def test_registry_names_aliases_and_callables():
+    assert len(LOSSES) == 10
+    assert get_loss("softmax") is softmax_cross_entropy
+    assert get_loss("ListNet") is softmax_cross_entropy
+    assert get_loss("pointwise") is sigmoid_cross_entropy
+    assert get_loss("sigmoid-ce") is sigmoid_cross_entropy
+    assert get_loss("dlcm") is attention_rank
+    assert get_loss("gumbel_approx_ndcg") is gumbel_approx_ndcg
+    assert get_loss("gumbel_neuralsort_ndcg") is gumbel_neuralsort_ndcg
+    assert get_loss("lambdarank") is lambdarank and get_loss("listmle") is listmle
+    for alias, target in ALIASES.items():
+        assert get_loss(alias) is LOSSES[target]
+
+    def custom(scores, labels, mask=None, *, power=1.0):
+        return scores.sum() * power
+
+    assert get_loss(custom) is custom
+    assert get_loss(custom, power=2.0).keywords == {"power": 2.0}
+
+
+def test_registry_binds_options_as_picklable_partials():
+    bound = get_loss("ranknet", sigma=2.0, include_ties=False)
+    scores, labels, mask = _random_batch(10)
+    expected = ranknet(scores, labels, mask, sigma=2.0, include_ties=False)
+    torch.testing.assert_close(bound(scores, labels, mask), expected)
+    restored = pickle.loads(pickle.dumps(bound))
+    torch.testing.assert_close(restored(scores, labels, mask), bound(scores, labels, mask))
+
+
+def test_unknown_loss_name_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"Unknown loss 'nope'.*approx_ndcg.*ranknet"):
+        get_loss("nope")
+    with pytest.raises(TypeError, match="name or a callable"):
+        get_loss(3)
+    with pytest.raises(TypeError, match=r"unexpected option.*'temprature'"):
+        get_loss("approx_ndcg", temprature=0.1)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "match"),
+    [
+        ("ranknet", {"sigma": 0.0}, "sigma"),
+        ("lambdarank", {"k": 0}, "k must be"),
+        ("approx_ndcg", {"temperature": -1.0}, "temperature"),
+        ("neuralsort_ndcg", {"sinkhorn_iters": -1}, "sinkhorn_iters"),
+        ("gumbel_approx_ndcg", {"n_samples": 0}, "n_samples"),
+        ("softmax", {"target": "nope"}, "target"),
+        ("sigmoid_ce", {"max_label": 0}, "max_label"),
+    ],
+)
+def test_bad_options_raise(name, options, match):
+    scores, labels, mask = _random_batch(11)
+    with pytest.raises(ValueError, match=match):
+        LOSSES[name](scores, labels, mask, **options)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_bad_shapes_raise(name):
+    scores = torch.zeros(2, 3)
+    with pytest.raises(ValueError, match="2-D"):
+        LOSSES[name](scores[0], scores[0])
+    with pytest.raises(ValueError, match="labels"):
+        LOSSES[name](scores, torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="mask"):
+        LOSSES[name](scores, torch.zeros(2, 3), torch.ones(3, 3, dtype=torch.bool))
+    with pytest.raises(TypeError, match="floating"):
+        LOSSES[name](torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_loss_documents_its_formula_and_reference(name):
+    doc = inspect.getdoc(LOSSES[name])
+    for section in (".. math::", "Parameters\n----------", "Returns\n-------", "References\n----------"):
+        assert section in doc, f"{name} docstring lacks {section!r}"
+    parameters = list(inspect.signature(LOSSES[name]).parameters.values())
+    assert [p.name for p in parameters[:3]] == ["scores", "labels", "mask"]
+    assert all(p.kind is p.KEYWORD_ONLY for p in parameters[3:])
