@@ -1,0 +1,224 @@
+"""Base class and mixin shared by every ranker: validation, metadata routing, ``score``.
+
+Every ranker takes ``groups``, one query id per row, in ``fit``, ``predict`` and
+``score``, and asks scikit-learn's metadata routing for it by default, so that with
+``sklearn.set_config(enable_metadata_routing=True)`` the ``groups`` given to a
+search's or a pipeline's ``fit`` reach each fold's ``fit``, ``predict`` and scorer
+with no ``set_*_request`` call.
+
+scikit-learn has no "ranker" estimator type. :class:`RankerMixin` sets the
+``estimator_type`` tag to ``"ranker"``: nothing in scikit-learn treats that value
+specially (``is_regressor`` and ``is_classifier`` are ``False``), ``Pipeline`` and
+``GridSearchCV`` copy it from their last step, and ``check_estimator`` runs the
+checks every supervised estimator must pass (``target_tags.required=True``) but not
+the regressor checks, which assume ``score`` is R² and feed continuous targets
+that graded relevance labels are not. ``GridSearchCV(cv=5)`` therefore uses
+``KFold``, as for a regressor; pass ``cv=GroupKFold(...)`` to keep queries whole.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import sklearn
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sklearn_ltr._groups import QueryGroups, check_groups
+from sklearn_ltr._validation import check_relevance
+
+__all__ = ["BaseRanker", "MissingGroupsWarning", "RankerMixin", "resolve_groups"]
+
+#: Cut-off of :meth:`RankerMixin.score`, the NDCG@10 used by ``sklearn_ltr.ndcg_scorer``.
+SCORE_K = 10
+
+
+class MissingGroupsWarning(UserWarning):
+    """Warning raised when ``groups=None`` made every row part of a single query.
+
+    Usually a mistake: inside ``GridSearchCV``, ``cross_validate`` or a ``Pipeline``
+    without metadata routing, ``groups`` never reaches the ranker. Pass
+    ``groups=...`` and call ``sklearn.set_config(enable_metadata_routing=True)``.
+    """
+
+
+def _missing_groups_message(n_samples, method):
+    message = (
+        f"groups=None in {method}: all {n_samples} rows are treated as ONE query. Pass groups=<one query id per row>."
+    )
+    if not sklearn.get_config()["enable_metadata_routing"]:
+        message += (
+            " Inside GridSearchCV, cross_validate or a Pipeline, groups only reach the ranker "
+            "with metadata routing: call sklearn.set_config(enable_metadata_routing=True) "
+            "and pass groups=... to the search's or pipeline's fit."
+        )
+    return message
+
+
+def resolve_groups(groups, n_samples, *, method="fit", warn=True, stacklevel=2):
+    """Return the :class:`~sklearn_ltr._groups.QueryGroups` of ``groups``.
+
+    Parameters
+    ----------
+    groups : array-like of shape (n_samples,) or None
+        One query id per row. ``None`` means "all rows are one query" and, when
+        ``warn`` is true and there is more than one row, emits a
+        :class:`MissingGroupsWarning` that names the fix.
+    n_samples : int
+        Number of rows of ``X``.
+    method : str, default="fit"
+        Name of the calling method, for the warning.
+    warn : bool, default=True
+        Whether ``groups=None`` warns.
+    stacklevel : int, default=2
+        ``stacklevel`` of the warning, counted from the caller of this function.
+
+    Returns
+    -------
+    query_groups : QueryGroups
+    """
+    if groups is None:
+        if warn and n_samples > 1:
+            warnings.warn(_missing_groups_message(n_samples, method), MissingGroupsWarning, stacklevel=stacklevel + 1)
+        return QueryGroups(np.zeros(n_samples, dtype=np.int64))
+    return QueryGroups(groups, n_samples)
+
+
+class RankerMixin:
+    """Mixin for rankers: routing requests for ``groups``, ranker tags and ``score``.
+
+    Put it before :class:`~sklearn.base.BaseEstimator` in the bases. Subclasses
+    implement ``fit(X, y, groups=None, ...)`` and ``predict(X, groups=None)``,
+    which returns one score per input row, in input row order.
+    """
+
+    # Request ``groups`` by default, so routing needs no ``set_*_request`` call.
+    __metadata_request__fit = {"groups": True}  # noqa: RUF012
+    __metadata_request__predict = {"groups": True}  # noqa: RUF012
+    __metadata_request__score = {"groups": True}  # noqa: RUF012
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = "ranker"
+        tags.target_tags.required = True
+        tags.target_tags.single_output = True
+        tags.target_tags.multi_output = False
+        return tags
+
+    def score(self, X, y, groups=None, sample_weight=None):
+        """Mean NDCG@10 over the queries of ``X``.
+
+        Uses LightGBM's conventions: exponential gain ``2**y - 1``, discount
+        ``1 / log2(rank + 1)``, and a query with no relevant document scores 1.
+        Tied scores share their gain (scikit-learn's tie averaging), so the
+        value does not depend on the order of the rows. This is the value of
+        ``sklearn_ltr.ndcg_scorer(self, X, y, groups=groups)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to rank.
+        y : array-like of shape (n_samples,)
+            Graded relevance labels.
+        groups : array-like of shape (n_samples,), default=None
+            Query id of each row. ``None`` scores all rows as one query, with a
+            :class:`MissingGroupsWarning`.
+        sample_weight : None
+            Not supported: must be ``None``. It is in the signature because
+            ``Pipeline.score`` passes it under metadata routing.
+
+        Returns
+        -------
+        score : float
+            Mean NDCG@10 over queries.
+        """
+        from sklearn_ltr.metrics import ndcg_score
+
+        if sample_weight is not None:
+            raise ValueError(
+                f"{type(self).__name__}.score does not support sample_weight; NDCG averages "
+                f"queries with equal weight. Pass sample_weight=None."
+            )
+        y_score = self.predict(X, groups=groups)
+        if groups is None:
+            groups = resolve_groups(None, len(y_score), method="score", stacklevel=2).codes
+        return float(ndcg_score(y, y_score, groups, k=SCORE_K))
+
+
+class BaseRanker(RankerMixin, BaseEstimator):
+    """Base class for rankers: input validation shared by every ranker.
+
+    Provides :meth:`_validate_fit_data` (``X``, labels and ``groups`` in one call,
+    setting ``n_features_in_`` and ``feature_names_in_``) and
+    :meth:`_validate_predict_data` (``X`` checked against the fitted features).
+    Tags say whether sparse ``X`` and NaN features are accepted; subclasses set
+    ``_accept_sparse`` and ``_allow_nan`` to match.
+
+    Examples
+    --------
+    A minimal pointwise ranker that scores rows by their first feature:
+
+    >>> import numpy as np
+    >>> from sklearn_ltr.base import BaseRanker
+    >>> class FirstFeatureRanker(BaseRanker):
+    ...     def fit(self, X, y, groups=None):
+    ...         X, y, query_groups = self._validate_fit_data(X, y, groups)
+    ...         return self
+    ...     def predict(self, X, groups=None):
+    ...         return self._validate_predict_data(X, groups)[:, 0]
+    >>> X = np.array([[0.1], [0.9], [0.5], [0.2]])
+    >>> y, qid = [0, 2, 1, 0], [7, 7, 3, 3]
+    >>> FirstFeatureRanker().fit(X, y, qid).score(X, y, qid)
+    1.0
+    """
+
+    #: Sparse formats ``X`` may come in (``False``: dense only).
+    _accept_sparse = False
+    #: Whether NaN features are accepted (infinities never are).
+    _allow_nan = False
+    #: Whether relevance labels must be whole numbers 0, 1, 2, ...
+    _integer_labels = False
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = bool(self._accept_sparse)
+        tags.input_tags.allow_nan = self._allow_nan
+        return tags
+
+    def _check_X_kwargs(self):
+        return {
+            "accept_sparse": self._accept_sparse,
+            "dtype": (np.float64, np.float32),
+            "ensure_all_finite": "allow-nan" if self._allow_nan else True,
+        }
+
+    def _validate_fit_data(self, X, y, groups, *, method="fit"):
+        """Validate training data; set ``n_features_in_`` and ``feature_names_in_``.
+
+        Returns
+        -------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Float32 or float64 features, rows in input order.
+        y : ndarray of shape (n_samples,)
+            Float64 relevance labels (non-negative; whole numbers when the
+            ranker's ``_integer_labels`` is true).
+        query_groups : QueryGroups
+            The query index of ``groups`` (one query if ``groups`` is None).
+        """
+        X, y = validate_data(self, X, y, reset=True, y_numeric=True, **self._check_X_kwargs())
+        y = check_relevance(y, name="y", integer=self._integer_labels)
+        query_groups = resolve_groups(groups, X.shape[0], method=method, stacklevel=3)
+        return X, y, query_groups
+
+    def _validate_X(self, X):
+        """Validate more rows (validation or test) against the features seen in ``fit``."""
+        return validate_data(self, X, reset=False, **self._check_X_kwargs())
+
+    def _validate_predict_data(self, X, groups=None):
+        """Check the ranker is fitted; validate ``X`` and the length of ``groups``."""
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        if groups is not None:
+            check_groups(groups, X.shape[0])
+        return X

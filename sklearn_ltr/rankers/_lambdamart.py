@@ -1,0 +1,413 @@
+"""LambdaMART: gradient-boosted trees with the LambdaRank objective, on LightGBM."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from sklearn_ltr._groups import QueryGroups
+from sklearn_ltr._validation import check_relevance
+from sklearn_ltr.base import BaseRanker
+
+__all__ = ["LambdaMARTRanker"]
+
+#: Most rows LightGBM's lambdarank objective and NDCG metric accept in one query:
+#: ``DCGCalculator::kMaxPosition = 10000`` in LightGBM's ``src/metric/dcg_calculator.cpp``,
+#: enforced by ``DCGCalculator::CheckMetadata`` ("Number of rows ... exceeds upper limit of
+#: 10000 for a query") when the objective or the metric is initialised.
+MAX_QUERY_SIZE = 10_000
+
+#: LightGBM's default ``label_gain`` is ``2**i - 1`` for ``i = 0 .. 30``: labels 0 to 30.
+DEFAULT_LABEL_GAIN_SIZE = 31
+
+# Parameters set by the estimator itself: not allowed in ``lgbm_params``.
+_RESERVED = ("objective", "group", "query", "early_stopping_round", "eval_at", "ndcg_eval_at")
+
+
+class LambdaMARTRanker(BaseRanker):
+    """LambdaMART ranker: LightGBM's ``LGBMRanker`` with ``objective="lambdarank"``.
+
+    Rows may come in any order: ``fit`` stable-sorts them by ``groups``, hands the
+    run lengths to LightGBM as ``group`` and trains exactly the model a
+    hand-sorted ``lightgbm.LGBMRanker`` would. ``predict`` scores each row on
+    its own and returns the scores in input row order.
+
+    Parameters
+    ----------
+    n_estimators : int, default=100
+        Number of boosting rounds (trees).
+    learning_rate : float, default=0.1
+        Shrinkage of each tree.
+    num_leaves : int, default=31
+        Maximum leaves per tree.
+    max_depth : int, default=-1
+        Maximum tree depth; ``-1`` for no limit.
+    min_child_samples : int, default=20
+        Minimum rows in a leaf (LightGBM's ``min_data_in_leaf``).
+    min_child_weight : float, default=1e-3
+        Minimum sum of hessians in a leaf (``min_sum_hessian_in_leaf``).
+    subsample : float, default=1.0
+        Fraction of rows drawn for each bagging round (``bagging_fraction``);
+        used only when ``subsample_freq > 0``.
+    subsample_freq : int, default=0
+        Bag every ``subsample_freq`` rounds (``bagging_freq``); 0 disables bagging.
+    colsample_bytree : float, default=1.0
+        Fraction of features drawn for each tree (``feature_fraction``).
+    reg_alpha : float, default=0.0
+        L1 regularisation of leaf values.
+    reg_lambda : float, default=0.0
+        L2 regularisation of leaf values.
+    label_gain : sequence of float, default=None
+        Gain of each relevance grade; ``label_gain[g]`` is the gain of label ``g``.
+        ``None`` is LightGBM's ``2**g - 1`` for ``g = 0 .. 30``. Labels must be
+        smaller than ``len(label_gain)``.
+    lambdarank_truncation_level : int, default=30
+        Number of top-ranked documents of each query whose pairs get gradients.
+    eval_at : sequence of int, default=(1, 3, 5, 10)
+        Cut-offs of the NDCG computed on each ``eval_set`` every round
+        (``evals_result_``); early stopping watches all of them unless
+        ``lgbm_params={"first_metric_only": True}``.
+    early_stopping_rounds : int, default=None
+        Stop when no NDCG in ``eval_at`` on an ``eval_set`` improved for this many
+        rounds; ``predict`` then uses ``best_iteration_``. Needs ``eval_set``.
+    importance_type : {"split", "gain"}, default="split"
+        What ``feature_importances_`` counts.
+    random_state : int, RandomState instance or None, default=None
+        Seed of bagging and feature sampling. Training is deterministic for a
+        given seed and number of threads.
+    n_jobs : int, default=None
+        Number of threads; ``None`` lets LightGBM (OpenMP) choose, negative
+        values follow joblib's convention.
+    verbose : int, default=-1
+        LightGBM's verbosity; ``-1`` silences it.
+    lgbm_params : dict, default=None
+        Any other LightGBM parameter (``max_bin``, ``min_split_gain``,
+        ``lambdarank_norm``, ``deterministic``, ...), passed verbatim. Names (or
+        LightGBM aliases) of this estimator's own parameters are refused, as are
+        ``objective``, ``eval_at`` and ``early_stopping_round``.
+
+    Attributes
+    ----------
+    model_ : lightgbm.LGBMRanker
+        The fitted LightGBM estimator.
+    booster_ : lightgbm.Booster
+        Its booster.
+    feature_importances_ : ndarray of shape (n_features,)
+        Importance of each feature (see ``importance_type``).
+    best_iteration_ : int or None
+        1-based round with the best validation score when early stopping ran,
+        else ``None``.
+    n_estimators_ : int
+        Number of boosting rounds actually run.
+    evals_result_ : dict
+        ``{eval_name: {"ndcg@k": [value per round]}}`` for each ``eval_set``.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names, when ``X`` was a DataFrame with string column names.
+
+    See Also
+    --------
+    lightgbm.LGBMRanker : The wrapped estimator, which needs rows sorted by query.
+
+    Notes
+    -----
+    ``n_estimators``, ``early_stopping_rounds`` and ``eval_at`` are settings and
+    live here; ``fit`` takes only data (``groups``, ``eval_set``) plus LightGBM
+    callbacks, since every ``fit`` argument is routable metadata.
+
+    After a search, ``GridSearchCV.predict`` takes no ``groups``; call
+    ``search.best_estimator_.predict(X, groups=qid)`` (a pointwise model such as
+    this one also scores correctly without ``groups``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ltr.rankers import LambdaMARTRanker
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 4))
+    >>> y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 1)
+    >>> qid = rng.integers(0, 20, size=200)  # 20 queries, rows interleaved
+    >>> ranker = LambdaMARTRanker(n_estimators=20, min_child_samples=5, random_state=0)
+    >>> ranker.fit(X, y, groups=qid).predict(X).shape
+    (200,)
+    >>> ranker.score(X, y, groups=qid) > 0.9
+    True
+    """
+
+    _accept_sparse = ("csr", "csc")
+    _allow_nan = True
+    _integer_labels = True
+
+    def __init__(
+        self,
+        *,
+        n_estimators=100,
+        learning_rate=0.1,
+        num_leaves=31,
+        max_depth=-1,
+        min_child_samples=20,
+        min_child_weight=1e-3,
+        subsample=1.0,
+        subsample_freq=0,
+        colsample_bytree=1.0,
+        reg_alpha=0.0,
+        reg_lambda=0.0,
+        label_gain=None,
+        lambdarank_truncation_level=30,
+        eval_at=(1, 3, 5, 10),
+        early_stopping_rounds=None,
+        importance_type="split",
+        random_state=None,
+        n_jobs=None,
+        verbose=-1,
+        lgbm_params=None,
+    ):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.max_depth = max_depth
+        self.min_child_samples = min_child_samples
+        self.min_child_weight = min_child_weight
+        self.subsample = subsample
+        self.subsample_freq = subsample_freq
+        self.colsample_bytree = colsample_bytree
+        self.reg_alpha = reg_alpha
+        self.reg_lambda = reg_lambda
+        self.label_gain = label_gain
+        self.lambdarank_truncation_level = lambdarank_truncation_level
+        self.eval_at = eval_at
+        self.early_stopping_rounds = early_stopping_rounds
+        self.importance_type = importance_type
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.lgbm_params = lgbm_params
+
+    # Constructor parameters handed to ``LGBMRanker`` under the same name.
+    _LGBM_KEYWORDS = (
+        "n_estimators", "learning_rate", "num_leaves", "max_depth", "min_child_samples",
+        "min_child_weight", "subsample", "subsample_freq", "colsample_bytree", "reg_alpha",
+        "reg_lambda", "importance_type", "random_state", "n_jobs", "verbose",
+    )  # fmt: skip
+
+    def _lgbm_kwargs(self):
+        """Validated keyword arguments of ``lightgbm.LGBMRanker``."""
+        kwargs = {name: getattr(self, name) for name in self._LGBM_KEYWORDS}
+        kwargs["objective"] = "lambdarank"
+        kwargs["lambdarank_truncation_level"] = self.lambdarank_truncation_level
+        if self.label_gain is not None:
+            gain = np.asarray(self.label_gain, dtype=np.float64)
+            if gain.ndim != 1 or gain.size == 0 or not np.isfinite(gain).all():
+                raise ValueError(
+                    f"label_gain must be a non-empty 1-D sequence of finite numbers; got {self.label_gain!r}."
+                )
+            kwargs["label_gain"] = gain.tolist()
+        if self.early_stopping_rounds is not None:
+            if not _is_positive_int(self.early_stopping_rounds):
+                raise ValueError(
+                    f"early_stopping_rounds must be a positive integer or None; got {self.early_stopping_rounds!r}."
+                )
+            kwargs["early_stopping_round"] = int(self.early_stopping_rounds)
+        extra = {} if self.lgbm_params is None else self.lgbm_params
+        if not isinstance(extra, dict):
+            raise ValueError(f"lgbm_params must be a dict or None; got {type(extra).__name__}.")
+        own = (*self._LGBM_KEYWORDS, "label_gain", "lambdarank_truncation_level")
+        clashes = sorted(set(extra) & _taken_names(own))
+        if clashes:
+            raise ValueError(
+                f"lgbm_params sets {clashes}, which LambdaMARTRanker sets itself; use the constructor "
+                f"parameter of the same meaning instead (objective is always 'lambdarank')."
+            )
+        kwargs.update(extra)
+        return kwargs
+
+    def _eval_at(self):
+        eval_at = self.eval_at
+        if isinstance(eval_at, numbers.Integral):
+            eval_at = (eval_at,)
+        if not (isinstance(eval_at, (list, tuple)) and eval_at and all(_is_positive_int(k) for k in eval_at)):
+            raise ValueError(f"eval_at must be a non-empty sequence of positive integers; got {self.eval_at!r}.")
+        return [int(k) for k in eval_at]
+
+    def _check_lambdarank(self, y, query_groups, name, *, groups_none=False):
+        """Labels within ``label_gain`` and queries within LightGBM's size limit."""
+        n_gains = DEFAULT_LABEL_GAIN_SIZE if self.label_gain is None else len(self.label_gain)
+        top = y.max()
+        if top >= n_gains:
+            source = "label_gain" if self.label_gain is not None else "LightGBM's default label_gain (2**g - 1)"
+            raise ValueError(
+                f"{name} contains label {top:g}, but {source} covers only labels 0..{n_gains - 1}; "
+                f"pass a label_gain with at least {int(top) + 1} entries."
+            )
+        largest = int(query_groups.sizes.max())
+        if largest > MAX_QUERY_SIZE:
+            query = query_groups.ids[int(np.argmax(query_groups.sizes))].item()
+            hint = " (groups=None makes all rows one query: pass groups)" if groups_none else ""
+            raise ValueError(
+                f"query {query!r} of {name} has {largest} rows; LightGBM's lambdarank accepts at most "
+                f"{MAX_QUERY_SIZE} rows per query{hint}. Split the query or subsample its documents."
+            )
+
+    def fit(self, X, y, groups=None, *, eval_set=None, eval_names=None, callbacks=None):
+        """Train the LambdaMART model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Features; NaN marks a missing value.
+        y : array-like of shape (n_samples,)
+            Relevance grades: whole numbers ``0 <= y < len(label_gain)``.
+        groups : array-like of shape (n_samples,), default=None
+            Query id of each row (integers or strings, any order). ``None``
+            treats all rows as one query and warns.
+        eval_set : list of (X_val, y_val, groups_val) tuples, default=None
+            Validation queries, each set with its own query ids, evaluated every
+            round with NDCG at ``eval_at`` and used by early stopping.
+        eval_names : list of str, default=None
+            Names of the ``eval_set`` entries in ``evals_result_``.
+        callbacks : list of callable, default=None
+            LightGBM callbacks (``lightgbm.log_evaluation``, ...).
+
+        Returns
+        -------
+        self : LambdaMARTRanker
+        """
+        import lightgbm
+
+        kwargs = self._lgbm_kwargs()
+        eval_at = self._eval_at()
+        X_in, y_in, groups_in = X, y, groups
+        X, y, query_groups = self._validate_fit_data(X, y, groups)
+        self._check_lambdarank(y, query_groups, "y", groups_none=groups is None)
+        X_sorted, y_sorted = _sort_rows(query_groups, X, y)
+        fit_kwargs = {}
+        if eval_set is not None:
+            entries = _eval_entries(eval_set)
+            valid_sets, valid_groups = [], []
+            for i, (X_val, y_val, groups_val) in enumerate(entries):
+                if X_val is X_in and y_val is y_in and groups_val is groups_in:
+                    # LightGBM recognises the training data by identity and reuses it.
+                    valid_sets.append((X_sorted, y_sorted))
+                    valid_groups.append(query_groups.sizes)
+                    continue
+                valid_sets.append(self._validate_eval_entry(i, X_val, y_val, groups_val, valid_groups))
+            if eval_names is not None and len(eval_names) != len(valid_sets):
+                raise ValueError(f"eval_names has {len(eval_names)} names for {len(valid_sets)} eval_set entries.")
+            fit_kwargs = _lgbm_eval_kwargs(valid_sets, valid_groups, eval_names)
+        elif self.early_stopping_rounds is not None:
+            raise ValueError(
+                "early_stopping_rounds needs validation queries: pass eval_set=[(X_val, y_val, groups_val)]."
+            )
+        model = lightgbm.LGBMRanker(**kwargs)
+        model.fit(X_sorted, y_sorted, group=query_groups.sizes, eval_at=eval_at, callbacks=callbacks, **fit_kwargs)
+        self.model_ = model
+        self.booster_ = model.booster_
+        self.feature_importances_ = model.feature_importances_
+        best = model.best_iteration_
+        self.best_iteration_ = int(best) if best is not None and best > 0 else None
+        self.n_estimators_ = int(model.booster_.current_iteration())
+        self.evals_result_ = model.evals_result_
+        return self
+
+    def _validate_eval_entry(self, i, X_val, y_val, groups_val, valid_groups):
+        name = f"eval_set[{i}]"
+        if groups_val is None:
+            raise ValueError(
+                f"{name} has groups_val=None; validation rows need their own query ids: (X_val, y_val, groups_val)."
+            )
+        X_val = self._validate_X(X_val)
+        y_val = check_relevance(y_val, name=f"{name} y_val", integer=True)
+        if y_val.shape[0] != X_val.shape[0]:
+            raise ValueError(f"{name}: y_val has {y_val.shape[0]} labels but X_val has {X_val.shape[0]} rows.")
+        query_groups = QueryGroups(groups_val, X_val.shape[0])
+        self._check_lambdarank(y_val, query_groups, f"{name} y_val")
+        valid_groups.append(query_groups.sizes)
+        return _sort_rows(query_groups, X_val, y_val)
+
+    def predict(self, X, groups=None):
+        """Score each row; LambdaMART is pointwise, so ``groups`` is not needed.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows to score.
+        groups : array-like of shape (n_samples,), default=None
+            Accepted (and checked for length) so that routed ``groups`` are
+            welcome; scores do not depend on it.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+            One score per row, in input order; higher ranks first. Uses
+            ``best_iteration_`` when early stopping ran.
+        """
+        X = self._validate_predict_data(X, groups)
+        return self.model_.predict(_as_spmatrix(X))
+
+
+def _is_positive_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+def _taken_names(names):
+    """The names plus their LightGBM aliases (best effort: the alias table is private)."""
+    taken = set(names) | set(_RESERVED)
+    try:
+        from lightgbm.basic import _ConfigAliases
+
+        taken |= set(_ConfigAliases.get_by_alias(*names, *_RESERVED))
+    except Exception:  # pragma: no cover - private LightGBM API changed
+        pass
+    return taken
+
+
+def _eval_entries(eval_set):
+    if isinstance(eval_set, tuple) and len(eval_set) in (2, 3) and not isinstance(eval_set[0], (tuple, list)):
+        eval_set = [eval_set]  # a single (X_val, y_val, groups_val)
+    if not isinstance(eval_set, (list, tuple)) or not eval_set:
+        raise ValueError("eval_set must be a non-empty list of (X_val, y_val, groups_val) tuples.")
+    for i, entry in enumerate(eval_set):
+        if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+            length = len(entry) if isinstance(entry, (tuple, list)) else type(entry).__name__
+            raise ValueError(
+                f"eval_set[{i}] must be a (X_val, y_val, groups_val) tuple, got {length} items: "
+                f"validation rows need their own query ids, e.g. eval_set=[(X_val, y_val, qid_val)]."
+            )
+    return eval_set
+
+
+def _lgbm_eval_kwargs(valid_sets, valid_groups, eval_names):
+    """Evaluation data for ``LGBMRanker.fit``: ``eval_X``/``eval_y`` since LightGBM 4.7, else ``eval_set``."""
+    import inspect
+
+    import lightgbm
+
+    kwargs = {"eval_group": valid_groups, "eval_names": eval_names}
+    if "eval_X" in inspect.signature(lightgbm.LGBMRanker.fit).parameters:
+        kwargs["eval_X"] = tuple(X_val for X_val, _ in valid_sets)
+        kwargs["eval_y"] = tuple(y_val for _, y_val in valid_sets)
+    else:  # pragma: no cover - LightGBM < 4.7
+        kwargs["eval_set"] = valid_sets
+    return kwargs
+
+
+def _as_spmatrix(X):
+    """LightGBM takes scipy's sparse *matrices*; a sparse *array* would be converted with a warning."""
+    if sp.issparse(X) and not isinstance(X, sp.spmatrix):
+        return sp.csr_matrix(X) if X.format == "csr" else sp.csc_matrix(X)
+    return X
+
+
+def _sort_rows(query_groups, X, y):
+    """Rows in query order; no copy when they already are."""
+    X = _as_spmatrix(X)
+    codes = query_groups.codes
+    if codes.shape[0] < 2 or not (codes[1:] < codes[:-1]).any():
+        return X, y
+    order = query_groups.order
+    # np.take copies rows about 25% faster than fancy indexing (1M x 136 float32: 0.28 s vs 0.37 s).
+    X_sorted = X[order] if sp.issparse(X) else np.take(X, order, axis=0)
+    return X_sorted, np.take(y, order)
