@@ -6,12 +6,17 @@ and ``score``; see the user guide for metadata routing with ``GridSearchCV``.
 
 __version__ = "0.1.0"
 
+from sklearn_ltr.base import MissingGroupsWarning
 from sklearn_ltr.metrics import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_scorer
 from sklearn_ltr.preprocessing import Log1pTransformer
+from sklearn_ltr.rankers import LambdaMARTRanker, RankNetRanker
 
 __all__ = [
+    "LambdaMARTRanker",
     "Log1pTransformer",
+    "MissingGroupsWarning",
     "NDCGScorer",
+    "RankNetRanker",
     "RankingScorer",
     "__version__",
     "make_ranking_scorer",

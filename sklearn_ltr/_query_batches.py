@@ -1,0 +1,181 @@
+"""Query datasets and padded, length-bucketed batches built from flat tensors.
+
+One dataset item is one query. The rows of all queries live in flat tensors
+sorted by query (``offsets[q]:offsets[q + 1]`` is query ``q``); a batch of
+queries is gathered into ``[batch, max_len_in_batch, ...]`` tensors with one
+indexing operation, so no Python code runs per row.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+__all__ = ["QueryBatches", "QueryDataset"]
+
+
+class QueryDataset(torch.utils.data.Dataset):
+    """Rows of many queries as flat tensors sorted by query.
+
+    Parameters
+    ----------
+    rows : dict of str to Tensor
+        Per-row inputs of the module (``"X"`` features, optional extras such as
+        ``"positions"``), each with the rows of query ``q`` at
+        ``offsets[q]:offsets[q + 1]``.
+    labels : Tensor or None
+        Per-row float labels in the same order (None at prediction time).
+    offsets : Tensor of int64, shape (n_queries + 1,)
+        Start of each query's rows.
+    """
+
+    def __init__(self, rows, labels, offsets):
+        self.rows = rows
+        self.labels = labels
+        self.offsets = offsets
+        self.sizes = offsets[1:] - offsets[:-1]
+
+    @classmethod
+    def from_arrays(cls, query_groups, X, y=None, **extras):
+        """Build from per-row NumPy arrays in input order and their :class:`QueryGroups`."""
+        order = query_groups.order
+        rows = {"X": torch.as_tensor(np.ascontiguousarray(X[order]), dtype=torch.float32)}
+        for name, values in extras.items():
+            rows[name] = torch.as_tensor(np.ascontiguousarray(values[order]), dtype=torch.float32)
+        labels = None if y is None else torch.as_tensor(np.asarray(y)[order], dtype=torch.float32)
+        return cls(rows, labels, torch.as_tensor(query_groups.offsets, dtype=torch.int64))
+
+    def __len__(self):
+        return self.sizes.shape[0]
+
+    @property
+    def n_rows(self):
+        return int(self.offsets[-1])
+
+    def __getitem__(self, query):
+        rows = slice(int(self.offsets[query]), int(self.offsets[query + 1]))
+        item = {name: values[rows] for name, values in self.rows.items()}
+        return item, None if self.labels is None else self.labels[rows]
+
+    def row_index(self, queries):
+        """Flat row indices of ``queries`` (in the given order) and their sizes."""
+        sizes = self.sizes[queries]
+        starts = self.offsets[queries]
+        index = torch.repeat_interleave(starts - torch.cumsum(sizes, 0) + sizes, sizes)
+        return index + torch.arange(index.shape[0]), sizes
+
+    def subset(self, queries):
+        """A new dataset holding only ``queries`` (a tensor of query numbers)."""
+        queries = torch.as_tensor(queries, dtype=torch.int64)
+        index, sizes = self.row_index(queries)
+        offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
+        rows = {name: values[index] for name, values in self.rows.items()}
+        return QueryDataset(rows, None if self.labels is None else self.labels[index], offsets)
+
+    def to(self, device):
+        """The same dataset with every tensor on ``device``."""
+        if self.offsets.device == torch.device(device):
+            return self
+        rows = {name: values.to(device) for name, values in self.rows.items()}
+        labels = None if self.labels is None else self.labels.to(device)
+        return QueryDataset(rows, labels, self.offsets.to(device))
+
+
+class QueryBatches:
+    """Iterate over padded batches of queries, bucketed by list length.
+
+    Each batch is ``({"X": [B, L, F], "mask": [B, L], extras...}, labels [B, L])``
+    with ``L`` the longest list in the batch; padding holds zeros.
+
+    Parameters
+    ----------
+    dataset : QueryDataset
+    batch_size : int
+        Queries per batch.
+    shuffle : bool, default=False
+        Training order: queries are drawn at random in pools of
+        ``pool_batches * batch_size``, sorted by length inside a pool so a
+        batch holds lists of similar length, and batches come in random order.
+        Without shuffling, batches follow list length (least padding).
+    max_list_length : int, default=None
+        Longer lists are subsampled to this many documents, keeping relevant
+        documents (label > 0) first; ``None`` keeps whole lists.
+    generator : torch.Generator, default=None
+        Source of randomness for shuffling and subsampling.
+    device : str or torch.device, default="cpu"
+        Where the batches are built.
+    pool_batches : int, default=50
+        Batches per shuffling pool.
+    """
+
+    def __init__(
+        self, dataset, batch_size, *, shuffle=False, max_list_length=None, generator=None, device="cpu",
+        pool_batches=50,
+    ):
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.max_list_length = max_list_length
+        self.generator = generator
+        self.device = device
+        self.pool_batches = pool_batches
+
+    def __len__(self):
+        return math.ceil(len(self.dataset) / self.batch_size)
+
+    def _batches(self):
+        sizes = self.dataset.sizes.cpu()
+        if not self.shuffle:
+            order = torch.argsort(sizes, stable=True)
+            return list(torch.split(order, self.batch_size))
+        order = torch.randperm(len(sizes), generator=self.generator)
+        batches = []
+        for pool in torch.split(order, self.batch_size * self.pool_batches):
+            pool = pool[torch.argsort(sizes[pool], stable=True)]
+            batches.extend(torch.split(pool, self.batch_size))
+        permutation = torch.randperm(len(batches), generator=self.generator)
+        return [batches[i] for i in permutation.tolist()]
+
+    def __iter__(self):
+        for queries in self._batches():
+            inputs, labels, _ = self.collate(queries)
+            yield inputs, labels
+
+    def with_rows(self):
+        """Yield ``(inputs, labels, rows)``; ``rows`` [B, L] is each slot's flat row index (-1 on padding)."""
+        for queries in self._batches():
+            yield self.collate(queries)
+
+    def collate(self, queries):
+        """Gather ``queries`` into padded tensors; returns ``(inputs, labels, rows)``."""
+        dataset = self.dataset
+        device = dataset.offsets.device
+        queries = queries.to(device)
+        sizes = dataset.sizes[queries]
+        length = int(sizes.max())
+        slots = torch.arange(length, device=device)
+        mask = slots[None, :] < sizes[:, None]
+        rows = dataset.offsets[queries][:, None] + slots[None, :]
+        rows = torch.where(mask, rows, torch.zeros_like(rows))
+        if self.max_list_length is not None and length > self.max_list_length:
+            rows, mask = self._subsample(rows, mask)
+        inputs = {name: self._gather(values, rows, mask) for name, values in dataset.rows.items()}
+        inputs["mask"] = mask.to(self.device)
+        labels = None if dataset.labels is None else self._gather(dataset.labels, rows, mask)
+        return inputs, labels, torch.where(mask, rows, -1)
+
+    def _gather(self, values, rows, mask):
+        gathered = values[rows]
+        fill = mask.reshape(*mask.shape, *([1] * (gathered.dim() - 2)))
+        return torch.where(fill, gathered, 0.0).to(self.device, non_blocking=True)
+
+    def _subsample(self, rows, mask):
+        """Keep ``max_list_length`` documents per list: every relevant one first, the rest at random."""
+        keys = torch.rand(rows.shape, generator=self.generator).to(rows.device)
+        if self.dataset.labels is not None:
+            keys = keys + (self.dataset.labels[rows] > 0).to(keys.dtype)
+        keys = torch.where(mask, keys, -1.0)
+        keep = torch.topk(keys, self.max_list_length, dim=1).indices.sort(dim=1).values
+        return torch.gather(rows, 1, keep), torch.gather(mask, 1, keep)

@@ -1,0 +1,10 @@
+"""Torch modules of the neural rankers. They know nothing of scikit-learn or skorch.
+
+Every module maps ``forward(X, mask, **extra)`` with ``X`` ``[batch, list, features]``
+and a boolean ``mask`` ``[batch, list]`` (True on real documents) to scores
+``[batch, list]``; padded slots never change a real document's score.
+"""
+
+from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
+
+__all__ = ["ACTIVATIONS", "MLPScorer", "scatter_scores"]

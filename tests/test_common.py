@@ -1,0 +1,46 @@
+"""scikit-learn's common estimator checks on every public estimator.
+
+Each new estimator adds an instance (small and fast: few trees or epochs, one
+thread) to ``ESTIMATORS`` and, for each check that cannot apply to it, an entry
+``check name -> reason`` to ``EXPECTED_FAILED_CHECKS``.
+
+Rankers carry the ``estimator_type="ranker"`` tag (see ``sklearn_ltr.base``), so the
+checks run are the generic and supervised ones, not the regressor checks. The checks
+call ``fit(X, y)`` without ``groups``: a ranker then treats all rows as one query and
+emits ``MissingGroupsWarning``, which is expected here and silenced.
+"""
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_ltr.base import MissingGroupsWarning
+from sklearn_ltr.preprocessing import Log1pTransformer
+from sklearn_ltr.rankers import LambdaMARTRanker, RankNetRanker
+
+ESTIMATORS = [
+    LambdaMARTRanker(n_estimators=5, num_leaves=7, n_jobs=1, random_state=0),
+    Log1pTransformer(),
+    RankNetRanker(hidden_sizes=(8,), max_epochs=2, device="cpu", random_state=0),
+]
+
+# Class name -> {check name: reason it cannot pass}. Today every check passes:
+# - LambdaMARTRanker: the checks' targets are small non-negative integers (valid
+#   relevance grades), it accepts sparse X and NaN (tags say so), and with
+#   groups=None the single query is within LightGBM's 10,000-row limit.
+# - Log1pTransformer: stateless, one-to-one, dtype-preserving.
+# - RankNetRanker: pointwise scorer; seeded, so refits are identical; predicts each row on its own.
+EXPECTED_FAILED_CHECKS = {
+    "LambdaMARTRanker": {},
+    "Log1pTransformer": {},
+    "RankNetRanker": {},
+}
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
+
+
+@pytest.mark.filterwarnings(f"ignore::{MissingGroupsWarning.__module__}.{MissingGroupsWarning.__name__}")
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
