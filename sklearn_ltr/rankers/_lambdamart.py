@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.base import BaseRanker
+from sklearn_ltr.rankers import _lambdamart_dask as _dask  # imports dask only when given Dask input
 
 __all__ = ["LambdaMARTRanker"]
 
@@ -82,6 +83,9 @@ class LambdaMARTRanker(BaseRanker):
         values follow joblib's convention.
     verbose : int, default=-1
         LightGBM's verbosity; ``-1`` silences it.
+    client : distributed.Client, default=None
+        Cluster that trains on Dask input (``lightgbm.dask.DaskLGBMRanker``);
+        ``None`` uses the active client. Ignored for in-memory input.
     lgbm_params : dict, default=None
         Any other LightGBM parameter (``max_bin``, ``min_split_gain``,
         ``lambdarank_norm``, ``deterministic``, ...), passed verbatim. Names (or
@@ -164,6 +168,7 @@ class LambdaMARTRanker(BaseRanker):
         n_jobs=None,
         verbose=-1,
         lgbm_params=None,
+        client=None,
     ):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -185,6 +190,7 @@ class LambdaMARTRanker(BaseRanker):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.lgbm_params = lgbm_params
+        self.client = client
 
     # Constructor parameters handed to ``LGBMRanker`` under the same name.
     _LGBM_KEYWORDS = (
@@ -275,6 +281,8 @@ class LambdaMARTRanker(BaseRanker):
         -------
         self : LambdaMARTRanker
         """
+        if _dask.is_dask_collection(X):  # Dask array / DataFrame: train on the cluster
+            return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
         import lightgbm
 
         kwargs = self._lgbm_kwargs()
@@ -344,8 +352,14 @@ class LambdaMARTRanker(BaseRanker):
             One score per row, in input order; higher ranks first. Uses
             ``best_iteration_`` when early stopping ran.
         """
+        if _dask.is_dask_collection(X):  # a lazy Dask array of scores, in input row order
+            return _dask.predict_dask(self, X, groups)
         X = self._validate_predict_data(X, groups)
         return self.model_.predict(_as_spmatrix(X))
+
+    def to_local(self):
+        """A plain single-machine copy (``client=None``, same booster and predictions), e.g. for serving."""
+        return _dask.to_local(self)
 
 
 def _is_positive_int(value):
