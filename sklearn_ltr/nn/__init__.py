@@ -5,6 +5,24 @@ and a boolean ``mask`` ``[batch, list]`` (True on real documents) to scores
 ``[batch, list]``; padded slots never change a real document's score.
 """
 
+from sklearn_ltr.nn._attention import (
+    InducedAttentionBlock,
+    MultiHeadAttention,
+    MultiheadAttentionBlock,
+    SelfAttentionLayer,
+)
+from sklearn_ltr.nn._dasalc import DASALCNet
 from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
+from sklearn_ltr.nn._setrank import SetRankNet
 
-__all__ = ["ACTIVATIONS", "MLPScorer", "scatter_scores"]
+__all__ = [
+    "ACTIVATIONS",
+    "DASALCNet",
+    "InducedAttentionBlock",
+    "MLPScorer",
+    "MultiHeadAttention",
+    "MultiheadAttentionBlock",
+    "SelfAttentionLayer",
+    "SetRankNet",
+    "scatter_scores",
+]

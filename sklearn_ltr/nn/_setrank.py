@@ -1,0 +1,100 @@
+r"""SetRank's network (Pang et al., SIGIR 2020): stacked set-attention blocks over the list."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from sklearn_ltr.nn._attention import InducedAttentionBlock, MultiheadAttentionBlock
+from sklearn_ltr.nn._mlp import scatter_scores
+
+__all__ = ["SetRankNet"]
+
+BLOCKS = ("msab", "imsab")
+
+
+class SetRankNet(nn.Module):
+    r"""SetRank: permutation-equivariant scoring of a set of documents with stacked attention blocks.
+
+    For the documents :math:`x_1, \dots, x_n` of a list, with optional initial ranks
+    :math:`r_i \in \{1, 2, \dots\}` (e.g. from a first-stage ranker),
+
+    .. math::
+        z^{(0)}_i &= W_e x_i + b_e \;\big[ + P_{\min(r_i, R)} \big] \\
+        Z^{(k)} &= \mathrm{MSAB}(Z^{(k-1)}) \;\text{or}\; \mathrm{IMSAB}_m(Z^{(k-1)}),
+                   \quad k = 1, \dots, N_b \\
+        s_i &= w^\top z^{(N_b)}_i + b
+
+    where :math:`P \in \mathbb{R}^{R \times d}` are learned ordinal embeddings of the initial
+    rank (ranks beyond :math:`R` share the last one), MSAB is
+    :class:`~sklearn_ltr.nn._attention.MultiheadAttentionBlock` applied as :math:`\mathrm{MAB}(Z, Z)`
+    and IMSAB is :class:`~sklearn_ltr.nn._attention.InducedAttentionBlock` with :math:`m` inducing
+    points. The score of each document is its own row-wise output (Pang et al. 2020, Eq. 8).
+
+    Without initial ranks the network is permutation equivariant (Proposition 1): permuting
+    the documents permutes the scores. With them, it is equivariant to permutations that
+    carry each document's rank along. Padded documents are masked as attention keys, so
+    padding never changes a real document's score.
+
+    Parameters
+    ----------
+    n_features : int
+        Input features per document.
+    d_model : int, default=128
+        Width :math:`d` of the document representations.
+    n_blocks : int, default=2
+        Number of stacked blocks :math:`N_b`.
+    n_heads : int, default=4
+        Attention heads per block (``d_model`` must be divisible by it).
+    block : {"msab", "imsab"}, default="msab"
+        Block type.
+    n_inducing_points : int, default=20
+        Inducing points :math:`m` of each IMSAB (ignored by MSAB).
+    ff_size : int, default=None
+        Hidden width of each block's row-wise feed-forward layer (``None``: ``2 * d_model``).
+    dropout : float, default=0.1
+        Dropout inside the blocks.
+    attention_dropout : float, default=None
+        Dropout on the attention weights (``None``: ``dropout``).
+    use_initial_rank : bool, default=False
+        Add the ordinal embedding :math:`P_{r_i}`; ``forward`` then needs ``initial_rank``.
+    max_rank : int, default=256
+        Number :math:`R` of ordinal embeddings.
+
+    References
+    ----------
+    .. [1] L. Pang, J. Xu, Q. Ai, Y. Lan, X. Cheng and J.-R. Wen. "SetRank: Learning a
+       Permutation-Invariant Ranking Model for Information Retrieval." SIGIR 2020.
+    .. [2] J. Lee, Y. Lee, J. Kim, A. Kosiorek, S. Choi and Y. W. Teh. "Set Transformer: A
+       Framework for Attention-based Permutation-Invariant Neural Networks." ICML 2019.
+    """
+
+    def __init__(
+        self, n_features, d_model=128, n_blocks=2, n_heads=4, block="msab", n_inducing_points=20, ff_size=None,
+        dropout=0.1, attention_dropout=None, use_initial_rank=False, max_rank=256,
+    ):
+        super().__init__()
+        if block not in BLOCKS:
+            raise ValueError(f"block must be one of {list(BLOCKS)}; got {block!r}.")
+        self.embed = nn.Linear(n_features, d_model)
+        self.rank_embedding = nn.Embedding(max_rank, d_model) if use_initial_rank else None
+        self.max_rank = max_rank
+        if block == "msab":
+            blocks = (MultiheadAttentionBlock(d_model, n_heads, ff_size, dropout, attention_dropout)
+                      for _ in range(n_blocks))
+        else:
+            blocks = (InducedAttentionBlock(d_model, n_heads, n_inducing_points, ff_size, dropout, attention_dropout)
+                      for _ in range(n_blocks))
+        self.blocks = nn.ModuleList(blocks)
+        self.output = nn.Linear(d_model, 1)
+
+    def forward(self, X, mask, initial_rank=None, **unused):
+        """Scores ``[batch, list]``; ``initial_rank`` ``[batch, list]`` holds 1-based ranks (any float dtype)."""
+        z = self.embed(X)
+        if self.rank_embedding is not None:
+            if initial_rank is None:
+                raise ValueError("this SetRank network embeds the initial rank: pass initial_rank.")
+            index = initial_rank.round().long().clamp(1, self.max_rank) - 1
+            z = z + self.rank_embedding(index)
+        for block in self.blocks:
+            z = block(z, mask)
+        return scatter_scores(self.output(z[mask]).squeeze(-1), mask)

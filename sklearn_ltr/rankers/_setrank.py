@@ -1,0 +1,314 @@
+"""SetRankRanker: Pang et al.'s permutation-invariant set ranker (SIGIR 2020)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import _num_samples, check_is_fitted
+
+from sklearn_ltr.base import SCORE_K, resolve_groups
+from sklearn_ltr.metrics import ndcg_score
+from sklearn_ltr.nn._setrank import BLOCKS, SetRankNet
+from sklearn_ltr.rankers._list_context import ListContextMixin
+from sklearn_ltr.rankers._neural import NeuralRanker, _check_number
+
+__all__ = ["SetRankRanker"]
+
+
+def _check_initial_rank(initial_rank, n_samples):
+    """1-based ranks as a float64 array of length ``n_samples``, or None."""
+    if initial_rank is None:
+        return None
+    ranks = np.asarray(initial_rank)
+    if ranks.ndim != 1 or ranks.shape[0] != n_samples:
+        raise ValueError(
+            f"initial_rank must be 1-D with one rank per row of X ({n_samples}); got shape {ranks.shape}."
+        )
+    if ranks.dtype.kind not in "iuf" or not np.all(np.isfinite(ranks)):
+        raise ValueError("initial_rank must hold finite numbers (1-based ranks within each query).")
+    if np.any(ranks < 1) or np.any(ranks != np.round(ranks)):
+        raise ValueError("initial_rank must hold whole numbers >= 1 (1 = top of the initial ranking).")
+    return ranks.astype(np.float64)
+
+
+class SetRankRanker(ListContextMixin, NeuralRanker):
+    r"""SetRank: a permutation-invariant ranking model over sets of documents (Pang et al., SIGIR 2020).
+
+    The documents of a query are embedded, passed through :math:`N_b` stacked multi-head
+    self-attention blocks (MSAB) or induced blocks (IMSAB, from the Set Transformer) and
+    scored one by one:
+
+    .. math::
+        Z^{(0)} = X W_e [+ P_{r}], \qquad
+        Z^{(k)} = \mathrm{MSAB}(Z^{(k-1)}) \text{ or } \mathrm{IMSAB}_m(Z^{(k-1)}), \qquad
+        s_i = w^\top z^{(N_b)}_i + b,
+
+    with :math:`\mathrm{MSAB}(Z) = \mathrm{LN}(B + \mathrm{rFF}(B))`,
+    :math:`B = \mathrm{LN}(Z + \mathrm{MHA}(Z, Z, Z))` and
+    :math:`\mathrm{IMSAB}_m(Z) = \mathrm{MSAB}`-like :math:`\mathrm{MAB}(Z, \mathrm{MAB}(I_m, Z))`
+    with :math:`m` learned inducing points (cost linear in the list length). See
+    :class:`sklearn_ltr.nn.SetRankNet`.
+
+    Without an initial ranking the model is permutation equivariant (the paper's
+    Proposition 1): the scores do not depend on the order of the documents. Passing
+    ``initial_rank`` (1-based ranks of a first-stage ranker, one per row, routable like
+    ``groups``) to ``fit`` adds learned ordinal embeddings :math:`P_{r_i}` (SetRank-init);
+    ``predict`` and ``score`` then need it too. The default loss is the attention rank loss
+    the paper trains with (Ai et al. 2018); any registered loss can replace it.
+
+    Parameters
+    ----------
+    d_model : int, default=128
+        Width of the document representations.
+    n_blocks : int, default=2
+        Stacked attention blocks.
+    n_heads : int, default=4
+        Heads per block; ``d_model`` must be divisible by it.
+    block : {"msab", "imsab"}, default="msab"
+        Multi-head self-attention blocks, or induced blocks.
+    n_inducing_points : int, default=20
+        Inducing points of each IMSAB (ignored with ``block="msab"``).
+    ff_size : int, default=None
+        Hidden width of each block's row-wise feed-forward layer (``None``: ``2 * d_model``).
+    dropout : float, default=0.1
+        Dropout inside the blocks.
+    attention_dropout : float, default=None
+        Dropout on the attention weights; ``None`` uses ``dropout``. On CPU, attention-weight
+        dropout needs the unfused attention path: 0 trains about a quarter faster.
+    max_rank : int, default=256
+        Number of ordinal embeddings; initial ranks beyond it share the last one.
+    loss : str or callable, default="attention_rank"
+        A name of :data:`sklearn_ltr.losses.LOSSES` or a function
+        ``loss(scores, labels, mask) -> scalar``.
+    loss_params : dict, default=None
+        Options of the loss.
+    lr : float, default=1e-3
+        Learning rate.
+    optimizer : {"adam", "adamw", "sgd"} or torch optimizer class, default="adam"
+        Optimiser.
+    weight_decay : float, default=0.0
+        L2 penalty of the optimiser.
+    max_epochs : int, default=20
+        Passes over the training queries.
+    batch_size : int, default=32
+        Queries per batch.
+    max_list_length : int, default=None
+        Training lists longer than this are subsampled, keeping relevant
+        documents first; prediction always scores whole lists.
+    validation_fraction : float, default=None
+        Share of training queries held out to log ``valid_ndcg@10`` in
+        ``history_`` each epoch. ``None`` holds out nothing (0.1 when
+        ``early_stopping`` is on).
+    early_stopping : bool, default=False
+        Stop when the validation NDCG@10 has not improved for
+        ``n_iter_no_change`` epochs and restore the best epoch's weights.
+    n_iter_no_change : int, default=5
+        Patience of early stopping, in epochs.
+    device : {"auto", "cpu", "cuda"}, default="auto"
+        ``"auto"`` trains on CUDA when available (bf16 autocast), else CPU.
+        A model trained on CUDA pickles and loads on a CPU-only machine.
+    random_state : int, RandomState instance or None, default=None
+        Seeds weights, dropout, shuffling, subsampling and the validation
+        split: the same seed gives the same predictions on CPU.
+    callbacks : list of skorch callbacks, default=None
+        Extra skorch callbacks (e.g. ``LRScheduler``, ``Checkpoint``); copied at fit time.
+    verbose : int, default=0
+        0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.
+
+    Attributes
+    ----------
+    net_ : skorch.NeuralNet
+        The trained skorch net (its ``module_`` is the :class:`~sklearn_ltr.nn.SetRankNet`).
+    uses_initial_rank_ : bool
+        Whether ``fit`` received ``initial_rank`` (``predict`` then needs it).
+    history_ : skorch.History
+        Per-epoch training loss, validation loss and ``valid_ndcg@10``.
+    n_iter_ : int
+        Epochs run.
+    device_ : str
+        Device the model was trained on.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    DASALCRanker : Feed-forward tower crossed with self-attention.
+
+    Notes
+    -----
+    SetRank has no built-in feature transform: put a scaler or
+    :class:`~sklearn_ltr.preprocessing.Log1pTransformer` before it in a ``Pipeline`` when
+    features are heavy-tailed. Under metadata routing ``initial_rank`` is requested by
+    ``fit``, ``predict`` and ``score`` like ``groups``; the library's NDCG scorer passes only
+    ``groups`` to ``predict``, so a search over a model with an initial rank needs a scorer
+    that forwards it.
+
+    References
+    ----------
+    .. [1] L. Pang, J. Xu, Q. Ai, Y. Lan, X. Cheng and J.-R. Wen. "SetRank: Learning a
+       Permutation-Invariant Ranking Model for Information Retrieval." SIGIR 2020.
+    .. [2] J. Lee, Y. Lee, J. Kim, A. Kosiorek, S. Choi and Y. W. Teh. "Set Transformer."
+       ICML 2019.
+    .. [3] Q. Ai, K. Bi, J. Guo and W. B. Croft. "Learning a Deep Listwise Context Model
+       for Ranking Refinement." SIGIR 2018.
+
+    Examples
+    --------
+    >>> from sklearn_ltr.rankers import SetRankRanker
+    >>> from sklearn_ltr.datasets import make_ranking
+    >>> X, y, qid = make_ranking(n_queries=40, n_features=10, random_state=0)
+    >>> ranker = SetRankRanker(d_model=16, n_blocks=1, max_epochs=2, random_state=0).fit(X, y, groups=qid)
+    >>> ranker.predict(X, groups=qid).shape == y.shape
+    True
+    """
+
+    __metadata_request__fit = {"groups": True, "initial_rank": True}  # noqa: RUF012
+    __metadata_request__predict = {"groups": True, "initial_rank": True}  # noqa: RUF012
+    __metadata_request__score = {"groups": True, "initial_rank": True}  # noqa: RUF012
+
+    def __init__(
+        self,
+        d_model=128,
+        n_blocks=2,
+        n_heads=4,
+        block="msab",
+        n_inducing_points=20,
+        ff_size=None,
+        dropout=0.1,
+        attention_dropout=None,
+        max_rank=256,
+        *,
+        loss="attention_rank",
+        loss_params=None,
+        lr=1e-3,
+        optimizer="adam",
+        weight_decay=0.0,
+        max_epochs=20,
+        batch_size=32,
+        max_list_length=None,
+        validation_fraction=None,
+        early_stopping=False,
+        n_iter_no_change=5,
+        device="auto",
+        random_state=None,
+        callbacks=None,
+        verbose=0,
+    ):
+        self.d_model = d_model
+        self.n_blocks = n_blocks
+        self.n_heads = n_heads
+        self.block = block
+        self.n_inducing_points = n_inducing_points
+        self.ff_size = ff_size
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.max_rank = max_rank
+        self.loss = loss
+        self.loss_params = loss_params
+        self.lr = lr
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.max_list_length = max_list_length
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.device = device
+        self.random_state = random_state
+        self.callbacks = callbacks
+        self.verbose = verbose
+
+    def _module_spec(self, n_features):
+        _check_number("d_model", self.d_model, low=1, integer=True)
+        _check_number("n_blocks", self.n_blocks, low=0, integer=True)
+        _check_number("n_heads", self.n_heads, low=1, integer=True)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}).")
+        if self.block not in BLOCKS:
+            raise ValueError(f"block must be one of {list(BLOCKS)}; got {self.block!r}.")
+        _check_number("n_inducing_points", self.n_inducing_points, low=1, integer=True)
+        _check_number("ff_size", self.ff_size, low=1, integer=True, allow_none=True)
+        _check_number("dropout", self.dropout, low=0, high=1)
+        _check_number("attention_dropout", self.attention_dropout, low=0, high=1, allow_none=True)
+        _check_number("max_rank", self.max_rank, low=1, integer=True)
+        return SetRankNet, {
+            "n_features": n_features,
+            "d_model": int(self.d_model),
+            "n_blocks": int(self.n_blocks),
+            "n_heads": int(self.n_heads),
+            "block": self.block,
+            "n_inducing_points": int(self.n_inducing_points),
+            "ff_size": None if self.ff_size is None else int(self.ff_size),
+            "dropout": float(self.dropout),
+            "attention_dropout": None if self.attention_dropout is None else float(self.attention_dropout),
+            "use_initial_rank": self.uses_initial_rank_,
+            "max_rank": int(self.max_rank),
+        }
+
+    def fit(self, X, y, groups=None, initial_rank=None):
+        """Train on the queries of ``X``, optionally with an initial ranking.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Dense, finite features.
+        y : array-like of shape (n_samples,)
+            Graded relevance labels (non-negative).
+        groups : array-like of shape (n_samples,), default=None
+            Query id of each row; ``None`` makes all rows one query (with a warning).
+        initial_rank : array-like of shape (n_samples,), default=None
+            1-based rank of each row within its query in an initial ranking (1 = top);
+            adds the ordinal embedding. Routable metadata, like ``groups``.
+
+        Returns
+        -------
+        self : object
+        """
+        ranks = _check_initial_rank(initial_rank, _num_samples(X))
+        self.uses_initial_rank_ = ranks is not None
+        extras = {} if ranks is None else {"initial_rank": ranks}
+        return self._fit(X, y, groups, **extras)
+
+    def predict(self, X, groups=None, initial_rank=None):
+        """Score every row; one score per row of ``X``, in input order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score.
+        groups : array-like of shape (n_samples,), default=None
+            Query id of each row (the list context); ``None`` makes all rows one
+            query, with a warning.
+        initial_rank : array-like of shape (n_samples,), default=None
+            Initial 1-based ranks; required if and only if ``fit`` received them.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+        """
+        extras = self._rank_extras(X, initial_rank)
+        return self._predict(X, groups, **extras)
+
+    def score(self, X, y, groups=None, sample_weight=None, initial_rank=None):
+        """Mean NDCG@10 over the queries of ``X``; see :meth:`RankerMixin.score` and :meth:`predict`."""
+        if sample_weight is not None:
+            raise ValueError(
+                f"{type(self).__name__}.score does not support sample_weight; NDCG averages "
+                f"queries with equal weight. Pass sample_weight=None."
+            )
+        y_score = self.predict(X, groups=groups, initial_rank=initial_rank)
+        if groups is None:
+            groups = resolve_groups(None, len(y_score), method="score", stacklevel=2).codes
+        return float(ndcg_score(y, y_score, groups, k=SCORE_K))
+
+    def _rank_extras(self, X, initial_rank):
+        check_is_fitted(self)
+        uses = getattr(self, "uses_initial_rank_", False)
+        if uses and initial_rank is None:
+            raise ValueError(
+                "This SetRankRanker was fitted with initial_rank; pass initial_rank to predict and score too."
+            )
+        if not uses and initial_rank is not None:
+            raise ValueError("This SetRankRanker was fitted without initial_rank; do not pass it to predict.")
+        ranks = _check_initial_rank(initial_rank, _num_samples(X))
+        return {} if ranks is None else {"initial_rank": ranks}

@@ -1,0 +1,286 @@
+"""DASALCRanker and its network: list context, equivariance, padding, noise, routing."""
+
+import pickle
+
+import numpy as np
+import pytest
+import sklearn
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, GroupKFold
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_ltr import ndcg_scorer
+from sklearn_ltr._groups import QueryGroups
+from sklearn_ltr._skorch import build_dataset
+from sklearn_ltr.base import MissingGroupsWarning
+from sklearn_ltr.datasets import make_ranking
+from sklearn_ltr.metrics import ndcg_score
+from sklearn_ltr.nn._attention import dropout
+from sklearn_ltr.nn._dasalc import DASALCNet, symmetric_log1p
+from sklearn_ltr.rankers._dasalc import DASALCRanker
+
+TINY = {"hidden_size": 16, "n_layers": 1, "n_attention_layers": 1, "n_heads": 2, "head_size": 8, "device": "cpu"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models: one torch thread avoids OpenMP spin-waits on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_ranking(n_queries=60, n_features=8, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    X, y, qid = data
+    return DASALCRanker(**TINY, max_epochs=12, lr=1e-2, noise_std=0.5, dropout=0.1, random_state=0).fit(X, y, qid)
+
+
+def _net(**kwargs):
+    torch.manual_seed(0)
+    options = {"hidden_size": 16, "n_layers": 2, "dropout": 0.0, "n_attention_layers": 2, "n_heads": 2,
+               "head_size": 8, **kwargs}
+    net = DASALCNet(5, **options)
+    # Non-trivial running statistics for the batch norms in evaluation mode.
+    net.train()
+    with torch.no_grad():
+        for _ in range(3):
+            net(torch.randn(4, 9, 5) * 3 + 1, torch.ones(4, 9, dtype=torch.bool))
+    return net.eval()
+
+
+@settings(max_examples=30, deadline=None)
+@given(n_docs=st.integers(1, 12), seed=st.integers(0, 2**16), n_attention_layers=st.sampled_from([0, 1, 2]))
+def test_permutation_equivariance(n_docs, seed, n_attention_layers):
+    """Proposition 1: permuting a query's documents permutes its scores and changes nothing else."""
+    net = _net(n_attention_layers=n_attention_layers)
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.randn(1, n_docs, 5, generator=generator) * 2
+    mask = torch.ones(1, n_docs, dtype=torch.bool)
+    permutation = torch.randperm(n_docs, generator=generator)
+    with torch.no_grad():
+        scores = net(X, mask)[0]
+        permuted = net(X[:, permutation], mask)[0]
+    torch.testing.assert_close(permuted, scores[permutation], rtol=1e-5, atol=1e-5)
+
+
+def test_padding_and_other_queries_do_not_change_scores():
+    net = _net()
+    torch.manual_seed(1)
+    alone = torch.randn(1, 4, 5)
+    with torch.no_grad():
+        reference = net(alone, torch.ones(1, 4, dtype=torch.bool))[0]
+        # The same query padded to 11 slots (padding holds huge values) next to two other queries.
+        X = torch.randn(3, 11, 5) * 5
+        X[1, :4] = alone[0]
+        X[1, 4:] = 1e6
+        mask = torch.ones(3, 11, dtype=torch.bool)
+        mask[1, 4:] = False
+        mask[2, 7:] = False
+        batched = net(X, mask)
+    torch.testing.assert_close(batched[1, :4], reference, rtol=1e-5, atol=1e-6)
+    assert torch.all(batched[~mask] == 0)
+
+
+def test_latent_cross_formula():
+    """s = w^T ReLU((1 + a) * h) + b with h the tower and a the attention branch."""
+    net = _net()
+    X = torch.randn(2, 6, 5)
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    mask[0, 4:] = False
+    with torch.no_grad():
+        x = net.input_norm(symmetric_log1p(X[mask]))
+        h = net.tower(x)
+        z = torch.zeros(2, 6, net.attention_input[0].out_features)
+        z[mask] = net.attention_input(x)
+        for layer in net.attention:
+            z = layer(z, mask)
+        a = net.context(z[mask])
+        expected = net.output[2](torch.relu((1 + a) * h)).squeeze(-1)
+        torch.testing.assert_close(net(X, mask)[mask], expected)
+
+
+def test_log1p_switch():
+    X = torch.tensor([[[-3.0, 0.0, 0.5, 100.0, -0.25]]])
+    mask = torch.ones(1, 1, dtype=torch.bool)
+    np.testing.assert_allclose(symmetric_log1p(X).numpy(), np.sign(X.numpy()) * np.log1p(np.abs(X.numpy())),
+                               rtol=1e-6)
+    on, off = _net(log1p=True), _net(log1p=False)
+    torch.testing.assert_close(on.transform_inputs(X, mask), on.input_norm(symmetric_log1p(X[mask])))
+    torch.testing.assert_close(off.transform_inputs(X, mask), off.input_norm(X[mask]))
+
+
+def test_noise_only_in_training():
+    X = torch.randn(2, 5, 5)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    clean = _net(noise_std=0.0)
+    noisy = _net(noise_std=2.0)
+    noisy.load_state_dict(clean.state_dict())  # same weights and running statistics
+    with torch.no_grad():
+        torch.testing.assert_close(noisy(X, mask), clean(X, mask))  # evaluation: no noise at all
+        noisy.train(), clean.train()
+        assert not torch.equal(noisy(X, mask), noisy(X, mask))  # training: fresh noise each pass
+        torch.testing.assert_close(clean(X, mask), clean(X, mask))  # ... and noise is the only randomness
+        # The noise is added to the normalised inputs with the requested scale.
+        noise = noisy.transform_inputs(X, mask) - clean.transform_inputs(X, mask)
+        assert 1.5 < noise.std() < 2.5
+
+
+def test_fast_dropout_statistics():
+    torch.manual_seed(0)
+    x = torch.ones(400_000)
+    for p in (0.1, 0.4):
+        out = dropout(x, p)
+        assert abs((out == 0).float().mean().item() - p) < 0.005
+        assert abs(out.mean().item() - 1.0) < 0.01
+    assert dropout(x, 0.5, training=False) is x
+
+
+def test_fit_predict_history_and_learning(data, fitted):
+    X, y, qid = data
+    scores = fitted.predict(X, groups=qid)
+    assert scores.shape == y.shape and np.isfinite(scores).all()
+    assert fitted.n_iter_ == 12 and fitted.device_ == "cpu" and len(fitted.history_) == 12
+    assert fitted.score(X, y, groups=qid) == pytest.approx(ndcg_score(y, scores, qid, k=10))
+    X_test, y_test, q_test = make_ranking(n_queries=40, n_features=8, random_state=1)
+    random = ndcg_score(y_test, np.random.default_rng(0).normal(size=len(y_test)), q_test, k=10)
+    assert fitted.score(X_test, y_test, q_test) > random + 0.1
+
+
+def test_predict_is_deterministic_and_row_order_invariant(data, fitted):
+    X, y, qid = data
+    first = fitted.predict(X, groups=qid)
+    np.testing.assert_array_equal(fitted.predict(X, groups=qid), first)
+    permutation = np.random.default_rng(0).permutation(len(y))
+    np.testing.assert_array_equal(fitted.predict(X[permutation], groups=qid[permutation]), first[permutation])
+    # A query scored alone gets the scores it gets among all the others.
+    rows = qid == qid[0]
+    np.testing.assert_allclose(fitted.predict(X[rows], groups=qid[rows]), first[rows], rtol=1e-5, atol=1e-6)
+    # ... and whatever the batch size of prediction.
+    dataset = build_dataset(QueryGroups(qid), X)
+    by_batch = [fitted.net_.score_rows(dataset, batch_size=b) for b in (1, 7, 500)]
+    np.testing.assert_allclose(by_batch[0], by_batch[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(by_batch[0], by_batch[2], rtol=1e-5, atol=1e-6)
+
+
+def test_list_context_changes_scores(data, fitted):
+    X, _, qid = data
+    rows = np.flatnonzero(qid == qid[0])
+    full = fitted.predict(X[rows], groups=qid[rows])
+    half = fitted.predict(X[rows[:3]], groups=qid[rows[:3]])
+    assert not np.allclose(full[:3], half)
+
+
+def test_same_seed_same_model(data):
+    X, y, qid = data
+    params = {**TINY, "max_epochs": 2, "dropout": 0.2, "noise_std": 1.0}
+    a = DASALCRanker(**params, random_state=3).fit(X, y, qid).predict(X, qid)
+    b = DASALCRanker(**params, random_state=3).fit(X, y, qid).predict(X, qid)
+    c = DASALCRanker(**params, random_state=4).fit(X, y, qid).predict(X, qid)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_ablation_configurations_train(data):
+    X, y, qid = data
+    for params in ({"log1p": False, "noise_std": 0.0, "n_attention_layers": 0}, {"n_attention_layers": 0}):
+        ranker = DASALCRanker(**{**TINY, **params}, max_epochs=1, random_state=0).fit(X, y, qid)
+        assert not hasattr(ranker.net_.module_, "attention")
+        assert np.isfinite(ranker.predict(X, qid)).all()
+
+
+def test_predict_without_groups_warns(data, fitted):
+    X, _, _ = data
+    with pytest.warns(MissingGroupsWarning, match="ONE query"):
+        fitted.predict(X[:20])
+
+
+def test_pickle_and_clone(data, fitted):
+    X, _, qid = data
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict(X, qid), fitted.predict(X, qid))
+    fresh = clone(fitted)
+    assert not hasattr(fresh, "net_") and fresh.get_params() == fitted.get_params()
+
+
+class SpyDASALC(DASALCRanker):
+    """Records the ``groups`` every ``predict`` receives (class-level log, n_jobs=1)."""
+
+    predicted_groups = []  # noqa: RUF012
+
+    def predict(self, X, groups=None):
+        type(self).predicted_groups.append(None if groups is None else np.asarray(groups).copy())
+        return super().predict(X, groups)
+
+
+def test_routed_grid_search_pipeline_groups_reach_predict(data):
+    X, y, qid = data
+    SpyDASALC.predicted_groups.clear()
+    cv = GroupKFold(3)
+    with sklearn.config_context(enable_metadata_routing=True):
+        search = GridSearchCV(
+            Pipeline([("scale", StandardScaler()), ("rank", SpyDASALC(**TINY, max_epochs=1, random_state=0))]),
+            {"rank__noise_std": [0.0, 1.0]}, cv=cv, scoring=ndcg_scorer,
+        ).fit(X, y, groups=qid)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    seen = SpyDASALC.predicted_groups
+    assert len(seen) == 6 and all(g is not None for g in seen)
+    folds = {tuple(qid[test]) for _, test in cv.split(X, y, qid)}
+    assert {tuple(g) for g in seen} == folds
+    # The search's scores are the NDCG of each fold, computed with the fold's queries.
+    split = search.cv_results_["split0_test_score"][search.best_index_]
+    train, test = next(cv.split(X, y, qid))
+    model = clone(search.best_estimator_)
+    with sklearn.config_context(enable_metadata_routing=True):
+        model.fit(X[train], y[train], groups=qid[train])
+        fold_ndcg = ndcg_score(y[test], model.predict(X[test], groups=qid[test]), qid[test], k=10)
+    assert split == pytest.approx(fold_ndcg, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"hidden_size": 0}, "hidden_size must be an integer >= 1"),
+        ({"n_layers": -1}, "n_layers must be an integer >= 0"),
+        ({"dropout": 1.0}, "dropout must be"),
+        ({"noise_std": -0.1}, "noise_std must be a number >= 0"),
+        ({"n_attention_layers": 1.5}, "n_attention_layers must be an integer"),
+        ({"n_heads": 0}, "n_heads must be an integer >= 1"),
+        ({"head_size": 0}, "head_size must be an integer >= 1"),
+        ({"log1p": "yes"}, "log1p must be True or False"),
+        ({"loss": "hinge"}, "hinge"),
+        ({"attention_dropout": 1.0}, "attention_dropout must be"),
+        ({"lr": 0}, "lr must be a number > 0"),
+    ],
+)
+def test_bad_parameters(data, params, match):
+    X, y, qid = data
+    with pytest.raises(ValueError, match=match):
+        DASALCRanker(**{**TINY, "max_epochs": 1, **params}).fit(X, y, qid)
+
+
+def test_bad_data(data, fitted):
+    X, y, qid = data
+    with pytest.raises(NotFittedError):
+        DASALCRanker().predict(X, qid)
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"(?i)nan"):
+        DASALCRanker(**TINY, max_epochs=1).fit(X_nan, y, qid)
+    with pytest.raises(ValueError, match="groups has 3 entries"):
+        DASALCRanker(**TINY, max_epochs=1).fit(X, y, qid[:3])
+    with pytest.raises(ValueError, match="groups has 3 entries"):
+        fitted.predict(X, groups=qid[:3])
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(X[:, :3], groups=qid)
