@@ -15,7 +15,14 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ltr.base import MissingGroupsWarning
 from sklearn_ltr.preprocessing import Log1pTransformer
-from sklearn_ltr.rankers import DASALCRanker, LambdaMARTRanker, RankingEnsemble, RankNetRanker, SetRankRanker
+from sklearn_ltr.rankers import (
+    DASALCRanker,
+    LambdaMARTRanker,
+    RankingEnsemble,
+    RankNetRanker,
+    SetRankRanker,
+    TwoTowerDebiasedRanker,
+)
 
 ESTIMATORS = [
     LambdaMARTRanker(n_estimators=5, num_leaves=7, n_jobs=1, random_state=0),
@@ -25,7 +32,13 @@ ESTIMATORS = [
                  random_state=0),
     SetRankRanker(d_model=8, n_blocks=1, n_heads=2, max_epochs=2, device="cpu", random_state=0),
     RankingEnsemble(LambdaMARTRanker(n_estimators=5, num_leaves=7, n_jobs=1), n_estimators=2, random_state=0),
+    TwoTowerDebiasedRanker(hidden_sizes=(8,), max_epochs=2, device="cpu", random_state=0),
 ]
+
+_CLICKS = (
+    "TwoTowerDebiasedRanker learns from clicks and rejects targets other than 0/1, while this check fits "
+    "on targets with values 0, 1 and 2"
+)
 
 _LIST_CONTEXT = (
     "list context: a document's score depends on the other documents of its query, and the check "
@@ -48,6 +61,17 @@ EXPECTED_FAILED_CHECKS = {
     "DASALCRanker": {"check_methods_subset_invariance": _LIST_CONTEXT},
     "SetRankRanker": {"check_methods_subset_invariance": _LIST_CONTEXT},
     "RankingEnsemble": {},
+    "TwoTowerDebiasedRanker": dict.fromkeys(
+        [
+            "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+            "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+            "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_dtype_object",
+            "check_f_contiguous_array_estimator", "check_methods_sample_order_invariance",
+            "check_methods_subset_invariance", "check_fit2d_1feature", "check_dict_unchanged",
+            "check_fit2d_predict1d",
+        ],
+        _CLICKS,
+    ),
 }
 
 
@@ -56,6 +80,7 @@ def _expected_failed_checks(estimator):
 
 
 @pytest.mark.filterwarnings(f"ignore::{MissingGroupsWarning.__module__}.{MissingGroupsWarning.__name__}")
+@pytest.mark.filterwarnings("ignore::sklearn_ltr.rankers._two_tower.MissingPositionsWarning")
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

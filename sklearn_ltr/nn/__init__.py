@@ -14,9 +14,18 @@ from sklearn_ltr.nn._attention import (
 from sklearn_ltr.nn._dasalc import DASALCNet
 from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
 from sklearn_ltr.nn._setrank import SetRankNet
+from sklearn_ltr.nn._two_tower import (
+    COMBINATIONS,
+    TwoTowerClickLoss,
+    TwoTowerOutput,
+    TwoTowerScorer,
+    click_log_likelihood,
+    gradient_reversal,
+)
 
 __all__ = [
     "ACTIVATIONS",
+    "COMBINATIONS",
     "DASALCNet",
     "InducedAttentionBlock",
     "MLPScorer",
@@ -24,5 +33,10 @@ __all__ = [
     "MultiheadAttentionBlock",
     "SelfAttentionLayer",
     "SetRankNet",
+    "TwoTowerClickLoss",
+    "TwoTowerOutput",
+    "TwoTowerScorer",
+    "click_log_likelihood",
+    "gradient_reversal",
     "scatter_scores",
 ]

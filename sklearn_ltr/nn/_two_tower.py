@@ -1,0 +1,203 @@
+r"""Two-tower click model: a relevance tower on document features, an observation tower on bias features.
+
+The click logit of a document combines the relevance tower's output :math:`r`
+(document features only) and the observation tower's output :math:`o` (display
+position or other bias features only). Only :math:`r` is used to rank at
+serving time. See :class:`TwoTowerScorer` and :class:`TwoTowerClickLoss`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
+
+__all__ = ["COMBINATIONS", "TwoTowerClickLoss", "TwoTowerOutput", "TwoTowerScorer", "click_log_likelihood",
+           "gradient_reversal"]
+
+#: How the two towers' logits make a click probability.
+COMBINATIONS = ("additive", "multiplicative")
+#: Targets the adversarial head regresses the observation logit on.
+REVERSAL_TARGETS = ("relevance", "clicks")
+
+
+class _GradientReversal(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight):
+        ctx.weight = weight
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -ctx.weight * grad, None
+
+
+def gradient_reversal(x, weight=1.0):
+    r"""Identity in the forward pass; multiplies the gradient by :math:`-\lambda` (``weight``) going back.
+
+    Ganin and Lempitsky, "Unsupervised Domain Adaptation by Backpropagation", ICML 2015.
+    """
+    return _GradientReversal.apply(x, float(weight))
+
+
+def _mlp(n_inputs, hidden_sizes, activation):
+    layers, width = [], n_inputs
+    for size in hidden_sizes:
+        layers += [nn.Linear(width, size), ACTIVATIONS[activation]()]
+        width = size
+    return nn.Sequential(*layers, nn.Linear(width, 1))
+
+
+class TwoTowerOutput(NamedTuple):
+    """Training-time output of :class:`TwoTowerScorer`, each ``[batch, list]`` (0 on padding)."""
+
+    relevance: torch.Tensor
+    observation: torch.Tensor
+    adversary: torch.Tensor | None
+
+
+class TwoTowerScorer(nn.Module):
+    r"""Relevance tower on ``X`` plus observation tower on positions (or bias features).
+
+    - relevance tower: an :class:`~sklearn_ltr.nn.MLPScorer`, :math:`r_i = f(x_i)`;
+    - observation tower: :math:`o_i = g(b_i)` with :math:`b_i` the one-hot encoding of the
+      display rank :math:`\min(p_i, P)` (``P = max_position``) when positions are 1-D, or the
+      given bias features when they are 2-D; :math:`g` is an MLP (``observation_hidden_sizes=()``
+      makes it linear, i.e. one free logit per position);
+    - observation dropout (Zhang et al., 2023): inverted dropout of rate ``observation_dropout`` on
+      :math:`o` in training, so the relevance tower must explain the clicks of the dropped rows;
+    - adversarial head (``gradient_reversal > 0``): :math:`a_i = h(\mathrm{GRL}_\lambda(o_i))`,
+      an MLP whose gradient reaches the observation tower multiplied by :math:`-\lambda`.
+
+    ``forward(X, mask)`` (no positions: prediction) returns :math:`r` ``[batch, list]``;
+    ``forward(X, mask, positions=...)`` (training) returns a :class:`TwoTowerOutput`.
+
+    Parameters
+    ----------
+    n_features : int
+        Document features (input of the relevance tower).
+    hidden_sizes, activation, dropout, batch_norm
+        The relevance tower, as in :class:`~sklearn_ltr.nn.MLPScorer`.
+    n_bias_features : int or None, default=None
+        Width of 2-D bias features; ``None`` means 1-D display ranks, one-hot encoded.
+    max_position : int, default=50
+        Positions above it share the logit of ``max_position`` (1-D positions only).
+    observation_hidden_sizes : sequence of int, default=()
+        Hidden layers of the observation tower.
+    observation_dropout : float, default=0.0
+        Dropout rate on the observation logit during training.
+    gradient_reversal : float, default=0.0
+        :math:`\lambda`; 0 builds no adversarial head.
+    adversary_hidden_sizes : sequence of int, default=(16,)
+        Hidden layers of the adversarial head.
+    """
+
+    def __init__(self, n_features, hidden_sizes=(64, 32), activation="relu", dropout=0.0, batch_norm=False, *,
+                 n_bias_features=None, max_position=50, observation_hidden_sizes=(), observation_dropout=0.0,
+                 gradient_reversal=0.0, adversary_hidden_sizes=(16,)):
+        super().__init__()
+        self.relevance = MLPScorer(n_features, hidden_sizes, activation, dropout, batch_norm)
+        self.n_bias_features = n_bias_features
+        self.max_position = int(max_position)
+        width = self.max_position if n_bias_features is None else int(n_bias_features)
+        self.observation = _mlp(width, observation_hidden_sizes, activation)
+        self.observation_dropout = nn.Dropout(observation_dropout)
+        self.gradient_reversal = float(gradient_reversal)
+        self.adversary = _mlp(1, adversary_hidden_sizes, activation) if self.gradient_reversal > 0 else None
+
+    def observation_logits(self, positions):
+        """Observation logits :math:`o` of rows of ``positions`` (``[n]`` ranks or ``[n, d]`` bias features)."""
+        if self.n_bias_features is None:
+            index = positions.round().long().clamp(1, self.max_position) - 1
+            features = F.one_hot(index, self.max_position).to(self.observation[0].weight.dtype)
+        else:
+            features = positions.reshape(positions.shape[0], -1).to(self.observation[0].weight.dtype)
+        return self.observation(features).squeeze(-1)
+
+    def forward(self, X, mask, positions=None, **unused):
+        """Relevance scores ``[batch, list]``, or a :class:`TwoTowerOutput` when ``positions`` is given."""
+        relevance = self.relevance(X, mask)
+        if positions is None:
+            return relevance
+        observation = self.observation_logits(positions[mask])
+        adversary = None
+        if self.adversary is not None:
+            adversary = self.adversary(gradient_reversal(observation, self.gradient_reversal)[:, None])
+            adversary = scatter_scores(adversary.squeeze(-1), mask)
+        observation = scatter_scores(self.observation_dropout(observation), mask)
+        return TwoTowerOutput(relevance, observation, adversary)
+
+
+def click_log_likelihood(relevance, observation, clicks, combination="additive"):
+    r"""Per-document log-likelihood of the clicks under a two-tower click model.
+
+    - ``"additive"``: :math:`P(c=1) = \sigma(r + o)`;
+    - ``"multiplicative"`` (PAL, Guo et al., 2019): :math:`P(c=1) = \sigma(r)\,\sigma(o)`, with
+
+      .. math::
+          \log P(c=1) = \log\sigma(r) + \log\sigma(o), \qquad
+          \log P(c=0) = \log\left(e^{-r} + e^{-o} + e^{-r-o}\right) + \log\sigma(r) + \log\sigma(o),
+
+      the exact identity :math:`1 - \sigma(r)\sigma(o) = (e^{-r} + e^{-o} + e^{-r-o})\,\sigma(r)\sigma(o)`
+      computed with ``logsumexp`` and ``logsigmoid``: finite for every finite :math:`r, o`, even where
+      :math:`P(c=1)` rounds to 1 (where ``log1p(-exp(log p))`` would give ``-inf``).
+
+    Returns :math:`c \log P(c=1) + (1 - c) \log P(c=0)`, the shape of the inputs.
+    """
+    if combination == "additive":
+        logit = relevance + observation
+        return clicks * F.logsigmoid(logit) + (1 - clicks) * F.logsigmoid(-logit)
+    if combination != "multiplicative":
+        raise ValueError(f"combination must be one of {COMBINATIONS}; got {combination!r}.")
+    log_click = F.logsigmoid(relevance) + F.logsigmoid(observation)
+    log_rest = torch.logsumexp(torch.stack([-relevance, -observation, -relevance - observation]), dim=0)
+    return clicks * log_click + (1 - clicks) * (log_rest + log_click)
+
+
+def _mean_per_query(per_doc, mask):
+    """Mean over each query's documents, then over the queries with documents (as ``sigmoid_ce``)."""
+    per_doc = torch.where(mask, per_doc, 0.0)
+    n_docs = mask.sum(dim=1)
+    per_query = per_doc.sum(dim=1) / n_docs.clamp(min=1)
+    has_docs = n_docs > 0
+    return per_query[has_docs].sum() / has_docs.sum().clamp(min=1)
+
+
+class TwoTowerClickLoss(nn.Module):
+    r"""Binary cross-entropy of the clicks under the two-tower model, plus the adversarial loss.
+
+    .. math::
+        \mathcal{L} = -\frac{1}{|Q|}\sum_q \frac{1}{n_q}\sum_i \log P(c_i \mid r_i, o_i)
+            \;+\; \frac{1}{|Q|}\sum_q \frac{1}{n_q}\sum_i \mathrm{BCE}(a_i, t_i)
+
+    with :func:`click_log_likelihood` and, when the model has an adversarial head, its target
+    :math:`t_i` the click (``reversal_target="clicks"``) or :math:`\sigma(r_i)` with the gradient
+    stopped (``"relevance"``). The head minimises the second term; the gradient reversal layer in
+    :class:`TwoTowerScorer` makes the observation tower maximise it (scaled by :math:`\lambda`).
+    A plain tensor ``output`` (no observation tower) is read as :math:`o = 0` (additive) and gives
+    the sigmoid cross-entropy of :func:`sklearn_ltr.losses.sigmoid_cross_entropy`.
+    """
+
+    def __init__(self, combination="additive", reversal_target="relevance"):
+        super().__init__()
+        self.combination = combination
+        self.reversal_target = reversal_target
+
+    def forward(self, output, clicks, mask):
+        if isinstance(output, torch.Tensor):
+            output = TwoTowerOutput(output, torch.zeros_like(output), None)
+            combination = "additive"
+        else:
+            combination = self.combination
+        relevance, observation = output.relevance.float(), output.observation.float()
+        clicks = torch.where(mask, clicks.float(), 0.0)
+        loss = _mean_per_query(-click_log_likelihood(relevance, observation, clicks, combination), mask)
+        if output.adversary is not None:
+            target = clicks if self.reversal_target == "clicks" else torch.sigmoid(relevance).detach()
+            adversary = F.binary_cross_entropy_with_logits(output.adversary.float(), target, reduction="none")
+            loss = loss + _mean_per_query(adversary, mask)
+        return loss

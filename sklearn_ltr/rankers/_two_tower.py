@@ -1,0 +1,334 @@
+"""TwoTowerDebiasedRanker: learn relevance from position-biased clicks with a two-tower click model."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from scipy.special import expit
+from sklearn.utils.validation import check_is_fitted
+
+from sklearn_ltr._skorch import QuerySplit, RankingNet, build_dataset, resolve_device
+from sklearn_ltr._validation import check_relevance
+from sklearn_ltr.nn import ACTIVATIONS
+from sklearn_ltr.nn._two_tower import COMBINATIONS, REVERSAL_TARGETS, TwoTowerClickLoss, TwoTowerScorer
+from sklearn_ltr.rankers._neural import OPTIMIZERS, NeuralRanker, _check_number
+
+__all__ = ["MissingPositionsWarning", "TwoTowerDebiasedRanker"]
+
+
+class MissingPositionsWarning(UserWarning):
+    """``positions=None`` in ``TwoTowerDebiasedRanker.fit``: every row is taken as shown at position 1.
+
+    The observation tower then learns nothing and the model is a single tower trained on
+    clicks. Inside a ``Pipeline`` or a search, ``positions`` reaches the ranker only with
+    ``sklearn.set_config(enable_metadata_routing=True)``.
+    """
+
+
+class _TwoTowerNet(RankingNet):
+    """RankingNet whose module returns a :class:`TwoTowerOutput` in training; callbacks see relevance only."""
+
+    @staticmethod
+    def _relevance_only(step):
+        y_pred = step["y_pred"]
+        return {**step, "y_pred": y_pred if isinstance(y_pred, torch.Tensor) else y_pred.relevance}
+
+    def train_step_single(self, batch, **fit_params):
+        return self._relevance_only(super().train_step_single(batch, **fit_params))
+
+    def validation_step(self, batch, **fit_params):
+        return self._relevance_only(super().validation_step(batch, **fit_params))
+
+
+def _check_clicks(y):
+    y = check_relevance(y, name="y (clicks)")
+    if not np.isin(y, (0.0, 1.0)).all():
+        bad = np.unique(y[~np.isin(y, (0.0, 1.0))])[:5].tolist()
+        raise ValueError(f"y (clicks) must hold only 0 (not clicked) and 1 (clicked); got values such as {bad}.")
+    return y
+
+
+def _check_positions(positions, n_samples, *, n_bias_features="any"):
+    """Validated positions: ``(n,)`` float 1-based ranks or ``(n, d)`` float bias features."""
+    if hasattr(positions, "to_numpy"):
+        positions = positions.to_numpy()
+    positions = np.asarray(positions)
+    if positions.dtype.kind not in "biuf" or positions.ndim not in (1, 2):
+        raise ValueError(
+            f"positions must be a numeric 1-D array of display ranks or a 2-D array of bias features; "
+            f"got dtype {positions.dtype} and shape {positions.shape}."
+        )
+    if positions.shape[0] != n_samples:
+        raise ValueError(
+            f"positions has {positions.shape[0]} rows but X (and groups) has {n_samples}; "
+            f"pass one display position (or one row of bias features) per row of X."
+        )
+    if not np.isfinite(positions).all():
+        raise ValueError("positions contains NaN or infinite values (missing positions); every row needs one.")
+    width = None if positions.ndim == 1 else positions.shape[1]
+    if n_bias_features != "any" and width != n_bias_features:
+        raise ValueError(f"positions has {'1-D' if width is None else f'{width}-column'} values, but the model "
+                         f"was fitted with {'1-D positions' if n_bias_features is None else n_bias_features}.")
+    if width is None:
+        if (positions < 1).any():
+            raise ValueError(f"positions are 1-based display ranks; got a value of {positions.min():g} (< 1).")
+        if not np.array_equal(positions, np.round(positions)):
+            raise ValueError("positions must be whole-number display ranks 1, 2, 3, ...; got fractional values.")
+    return positions.astype(np.float32)
+
+
+class TwoTowerDebiasedRanker(NeuralRanker):
+    r"""Two-tower click model: learns document relevance from position-biased clicks.
+
+    A relevance tower :math:`r = f(x)` (an MLP on the document features) and an
+    observation tower :math:`o = g(b)` (on the display position, or on bias features
+    such as device or layout) explain each click together:
+
+    .. math::
+        P(c = 1 \mid x, b) = \sigma(r + o) \quad (\text{additive}), \qquad
+        P(c = 1 \mid x, b) = \sigma(r)\,\sigma(o) \quad (\text{multiplicative, PAL}),
+
+    trained by binary cross-entropy on the clicks (the multiplicative likelihood in log
+    space, see :func:`~sklearn_ltr.nn.click_log_likelihood`). Only :math:`r` ranks at
+    serving time: there the position is unknown. With 1-D positions, :math:`b` is the
+    one-hot encoding of :math:`\min(p, P)` with ``P = max_position``, so the linear
+    observation tower learns one logit per position.
+
+    Because the logging ranker put relevant documents on top, the observation tower can
+    absorb relevance ("confounding", Zhang et al., 2023). Two remedies of that paper:
+    ``observation_dropout`` (dropout on :math:`o` while training) and
+    ``gradient_reversal`` (an adversarial head :math:`h(\mathrm{GRL}(o))` regresses a
+    relevance proxy, the clicks or the detached :math:`\sigma(r)`, and its reversed
+    gradient, times ``gradient_reversal``, pushes :math:`o` to carry no relevance).
+
+    Parameters
+    ----------
+    hidden_sizes : tuple of int, default=(64, 32)
+        Hidden layers of the relevance tower; ``()`` for a linear one.
+    activation : {"relu", "gelu", "tanh", "sigmoid", "leaky_relu", "elu"}, default="relu"
+        Hidden-layer activation (both towers).
+    dropout : float, default=0.0
+        Dropout after each hidden layer of the relevance tower.
+    batch_norm : bool, default=False
+        Batch normalisation in the relevance tower.
+    combination : {"additive", "multiplicative"}, default="additive"
+        ``sigmoid(r + o)`` or PAL's ``sigmoid(r) * sigmoid(o)``.
+    max_position : int, default=50
+        Positions above it share one observation logit (1-D positions only).
+    observation_hidden_sizes : tuple of int, default=()
+        Hidden layers of the observation tower.
+    observation_dropout : float, default=0.0
+        Dropout rate on the observation logit in training (inverted dropout).
+    gradient_reversal : float, default=0.0
+        Weight :math:`\lambda` of the reversed gradient of the adversarial head; 0 disables it.
+    reversal_target : {"relevance", "clicks"}, default="relevance"
+        What the adversarial head predicts from :math:`o`: the detached :math:`\sigma(r)` or the clicks.
+        Clicks also carry the position effect itself, so ``"clicks"`` flattens the learned curve more.
+    observation_lr : float, default=None
+        Learning rate of the observation tower; ``None`` uses ``lr``. With 1-D positions each
+        position has its own logit, which Adam moves by about the learning rate per step: on a
+        small click log, a larger ``observation_lr`` (e.g. ``10 * lr``) lets the curve converge
+        without overfitting the relevance tower.
+    lr, optimizer, weight_decay, max_epochs, batch_size, max_list_length, validation_fraction, \
+early_stopping, n_iter_no_change, device, random_state, callbacks, verbose
+        As in :class:`~sklearn_ltr.RankNetRanker` (defaults ``lr=1e-3``, ``optimizer="adam"``,
+        ``max_epochs=20``, ``batch_size=32`` queries). ``valid_ndcg@10`` and early stopping
+        measure the relevance tower's NDCG@10 on the held-out queries' *clicks*.
+
+    Attributes
+    ----------
+    observation_curve_ : ndarray of shape (max_position,)
+        Learned examination propensity of positions ``1 .. max_position`` (1-D positions
+        only). Multiplicative: :math:`\sigma(o_p)`. Additive: :math:`e^{o_p - o_1}`, the
+        click-odds ratio to position 1, which is the relative examination propensity when
+        clicks are rare (the additive model has no absolute one).
+    observation_logits_ : ndarray of shape (max_position,)
+        :math:`o_p` for ``p = 1 .. max_position`` (1-D positions only).
+    n_bias_features_ : int or None
+        Columns of 2-D bias features seen in ``fit``; None for 1-D positions.
+    net_, history_, n_iter_, device_, n_features_in_
+        As in :class:`~sklearn_ltr.RankNetRanker`.
+
+    References
+    ----------
+    T. Joachims, A. Swaminathan and T. Schnabel. "Unbiased Learning-to-Rank with Biased
+    Feedback." WSDM 2017.
+    X. Wang, N. Golbandi, M. Bendersky, D. Metzler and M. Najork. "Position Bias
+    Estimation for Unbiased Learning to Rank in Personal Search." WSDM 2018.
+    H. Guo, J. Yu, Q. Liu, R. Tang and Y. Zhang. "PAL: a Position-bias Aware Learning
+    Framework for CTR Prediction in Live Recommender Systems." RecSys 2019.
+    Y. Zhang, L. Yan, Z. Qin, H. Zhuang, J. Shen, X. Wang, M. Bendersky and M. Najork.
+    "Towards Disentangling Relevance and Bias in Unbiased Learning to Rank." KDD 2023.
+
+    Examples
+    --------
+    >>> from sklearn_ltr import TwoTowerDebiasedRanker
+    >>> from sklearn_ltr.datasets import make_ranking, simulate_clicks
+    >>> X, y, qid = make_ranking(n_queries=40, n_features=10, random_state=0)
+    >>> positions, clicks = simulate_clicks(y, qid, w=1.0, y_max=4, random_state=0)
+    >>> ranker = TwoTowerDebiasedRanker(max_epochs=2, random_state=0)
+    >>> ranker.fit(X, clicks, groups=qid, positions=positions).predict(X).shape == y.shape
+    True
+    """
+
+    __metadata_request__fit = {"groups": True, "positions": True}  # noqa: RUF012
+
+    def __init__(self, hidden_sizes=(64, 32), activation="relu", dropout=0.0, batch_norm=False, *,
+                 combination="additive", max_position=50, observation_hidden_sizes=(), observation_dropout=0.0,
+                 gradient_reversal=0.0, reversal_target="relevance", observation_lr=None, lr=1e-3, optimizer="adam",
+                 weight_decay=0.0,
+                 max_epochs=20, batch_size=32, max_list_length=None, validation_fraction=None,
+                 early_stopping=False, n_iter_no_change=5, device="auto", random_state=None, callbacks=None,
+                 verbose=0):
+        self.hidden_sizes = hidden_sizes
+        self.activation = activation
+        self.dropout = dropout
+        self.batch_norm = batch_norm
+        self.combination = combination
+        self.max_position = max_position
+        self.observation_hidden_sizes = observation_hidden_sizes
+        self.observation_dropout = observation_dropout
+        self.gradient_reversal = gradient_reversal
+        self.reversal_target = reversal_target
+        self.observation_lr = observation_lr
+        self.lr = lr
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.max_list_length = max_list_length
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.device = device
+        self.random_state = random_state
+        self.callbacks = callbacks
+        self.verbose = verbose
+
+    def _module_spec(self, n_features):
+        for name in ("hidden_sizes", "observation_hidden_sizes"):
+            sizes = tuple(getattr(self, name))
+            if not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
+                raise ValueError(f"{name} must be positive integers; got {getattr(self, name)!r}.")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {self.activation!r}.")
+        if self.combination not in COMBINATIONS:
+            raise ValueError(f"combination must be one of {COMBINATIONS}; got {self.combination!r}.")
+        if self.reversal_target not in REVERSAL_TARGETS:
+            raise ValueError(f"reversal_target must be one of {REVERSAL_TARGETS}; got {self.reversal_target!r}.")
+        _check_number("dropout", self.dropout, low=0, high=1)
+        _check_number("observation_dropout", self.observation_dropout, low=0, high=1)
+        _check_number("gradient_reversal", self.gradient_reversal, low=0)
+        _check_number("max_position", self.max_position, low=1, integer=True)
+        _check_number("observation_lr", self.observation_lr, low=0, low_open=True, allow_none=True)
+        return TwoTowerScorer, {
+            "n_features": n_features, "hidden_sizes": tuple(self.hidden_sizes), "activation": self.activation,
+            "dropout": float(self.dropout), "batch_norm": bool(self.batch_norm),
+            "n_bias_features": self.n_bias_features_, "max_position": int(self.max_position),
+            "observation_hidden_sizes": tuple(self.observation_hidden_sizes),
+            "observation_dropout": float(self.observation_dropout),
+            "gradient_reversal": float(self.gradient_reversal),
+        }
+
+    def _build_net(self, n_features):
+        self._check_shared_params()
+        module, module_kwargs = self._module_spec(n_features)
+        callbacks, fraction = self._callbacks()
+        split_seed = None if self.random_state is None else np.random.RandomState(self.random_state).randint(2**31)
+        groups = {} if self.observation_lr is None else {
+            "optimizer__param_groups": [("observation.*", {"lr": self.observation_lr})]}
+        return _TwoTowerNet(
+            module, criterion=TwoTowerClickLoss, criterion__combination=self.combination,
+            criterion__reversal_target=self.reversal_target, optimizer=OPTIMIZERS.get(self.optimizer, self.optimizer),
+            optimizer__weight_decay=self.weight_decay, lr=self.lr, max_epochs=self.max_epochs,
+            batch_size=self.batch_size, train_split=None if fraction is None else QuerySplit(fraction, split_seed),
+            callbacks=callbacks, device=resolve_device(self.device), verbose=int(self.verbose),
+            max_list_length=self.max_list_length, random_state=self._seed(),
+            **groups, **{f"module__{key}": value for key, value in module_kwargs.items()},
+        )
+
+    def fit(self, X, y, groups=None, positions=None):
+        """Train both towers on clicks.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Dense, finite document features (input of the relevance tower).
+        y : array-like of shape (n_samples,)
+            Clicks: 1 clicked, 0 shown and not clicked.
+        groups : array-like of shape (n_samples,), default=None
+            Query (or session) id of each row; ``None`` makes all rows one query (with a warning).
+        positions : array-like of shape (n_samples,) or (n_samples, n_bias_features), default=None
+            1-based display rank of each row (whole numbers), or a 2-D array of bias features
+            (device, layout, ...) fed to the observation tower. Routed like ``groups`` under
+            metadata routing. ``None`` takes every row as shown at position 1 (with a
+            :class:`MissingPositionsWarning`): a single tower on clicks.
+
+        Returns
+        -------
+        self : object
+        """
+        X, y, query_groups = self._validate_fit_data(X, y, groups)
+        clicks = _check_clicks(y)
+        n_samples = X.shape[0]
+        if positions is None:
+            warnings.warn("positions=None: every row is taken as shown at position 1, so nothing is debiased. "
+                          "Pass positions=<display rank per row> (with metadata routing enabled inside a "
+                          "Pipeline or a search).", MissingPositionsWarning, stacklevel=2)
+            positions = np.ones(n_samples, dtype=np.float32)
+        positions = _check_positions(positions, n_samples)
+        self.n_bias_features_ = None if positions.ndim == 1 else positions.shape[1]
+        net = self._build_net(X.shape[1])
+        net.fit(build_dataset(query_groups, X, clicks, positions=positions))
+        self.net_, self.n_iter_, self.device_ = net, len(net.history), str(net.device)
+        if self.n_bias_features_ is None:
+            ranks = np.arange(1, int(self.max_position) + 1, dtype=np.float32)
+            self.observation_logits_ = logits = self.observation_logit(ranks)
+            if self.combination == "multiplicative":
+                self.observation_curve_ = expit(logits)
+            else:
+                self.observation_curve_ = np.exp(logits - logits[0])
+        return self
+
+    def observation_logit(self, positions):
+        """Observation-tower logit :math:`o` of each row of ``positions`` (as given to ``fit``).
+
+        Parameters
+        ----------
+        positions : array-like of shape (n_samples,) or (n_samples, n_bias_features)
+
+        Returns
+        -------
+        logits : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        positions = np.asarray(positions.to_numpy() if hasattr(positions, "to_numpy") else positions)
+        positions = _check_positions(positions, positions.shape[0] if positions.ndim else 0,
+                                     n_bias_features=self.n_bias_features_)
+        module = self.net_.module_
+        module.eval()
+        with torch.no_grad():
+            logits = module.observation_logits(torch.as_tensor(positions, device=self.net_.device))
+        return logits.float().cpu().numpy().astype(np.float64)
+
+    def predict(self, X, groups=None, positions=None):
+        """Relevance-tower score of every row, in input order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score.
+        groups : array-like of shape (n_samples,), default=None
+            Ignored (pointwise scorer); accepted for a uniform interface.
+        positions : array-like, default=None
+            Ignored: ranking uses the relevance tower alone, since at serving time there is
+            no display position (use :meth:`observation_logit` for the observation tower).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+        """
+        return self._predict(X, groups)
