@@ -27,13 +27,7 @@ from sklearn_ltr.rankers._dasalc import DASALCRanker
 TINY = {"hidden_size": 16, "n_layers": 1, "n_attention_layers": 1, "n_heads": 2, "head_size": 8, "device": "cpu"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: one torch thread avoids OpenMP spin-waits on a shared machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ import pickle
 import numpy as np
 import pytest
 import sklearn
-import torch
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.pipeline import Pipeline
@@ -26,13 +25,7 @@ TINY_DASALC = {"hidden_size": 8, "n_layers": 1, "n_attention_layers": 1, "n_head
                "max_epochs": 2, "device": "cpu"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: one torch thread avoids OpenMP spin-waits on a shared machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

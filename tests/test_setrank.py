@@ -25,13 +25,7 @@ from sklearn_ltr.rankers._setrank import SetRankRanker
 TINY = {"d_model": 16, "n_blocks": 1, "n_heads": 2, "device": "cpu"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: one torch thread avoids OpenMP spin-waits on a shared machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

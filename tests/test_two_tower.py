@@ -23,13 +23,7 @@ from sklearn_ltr.rankers._two_tower import MissingPositionsWarning, TwoTowerDebi
 FAST = {"hidden_sizes": (8,), "max_epochs": 2, "random_state": 0}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """These networks are tiny: one intra-op thread is faster, and much faster on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
