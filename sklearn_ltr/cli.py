@@ -19,19 +19,20 @@ def _demo_models(quick, seed):
     from sklearn_ltr import LambdaMARTRanker, Log1pTransformer, RankNetRanker
 
     epochs = 5 if quick else 30
+    # name -> (model, whether it takes query ids: the pointwise regression baseline does not)
     return {
-        "Ridge regression on labels (pointwise)": make_pipeline(Log1pTransformer(), StandardScaler(), Ridge()),
-        "LambdaMARTRanker": LambdaMARTRanker(
-            n_estimators=100 if quick else 300, learning_rate=0.05, random_state=seed, n_jobs=2
+        "Ridge regression on labels (pointwise)": (make_pipeline(Log1pTransformer(), StandardScaler(), Ridge()), False),
+        "LambdaMARTRanker": (
+            LambdaMARTRanker(n_estimators=100 if quick else 300, learning_rate=0.05, random_state=seed, n_jobs=2), True
         ),
-        "RankNetRanker": make_pipeline(
+        "RankNetRanker": (make_pipeline(
             Log1pTransformer(), StandardScaler(),
             RankNetRanker(hidden_sizes=(64, 32), max_epochs=epochs, lr=1e-3, random_state=seed),
-        ),
-        "RankNetRanker, softmax loss": make_pipeline(
+        ), True),
+        "RankNetRanker, softmax loss": (make_pipeline(
             Log1pTransformer(), StandardScaler(),
             RankNetRanker(hidden_sizes=(64, 32), loss="softmax", max_epochs=epochs, lr=1e-3, random_state=seed),
-        ),
+        ), True),
     }
 
 
@@ -53,12 +54,11 @@ def run_demo(n_queries, quick, seed, out=sys.stdout):
              0.0)]
     # Metadata routing carries groups through the pipelines to the rankers' fit.
     with sklearn.config_context(enable_metadata_routing=True):
-        for name, model in _demo_models(quick, seed).items():
-            params = {} if name.startswith("Ridge") else {"groups": groups[train]}
+        for name, (model, takes_groups) in _demo_models(quick, seed).items():
             start = time.perf_counter()
-            model.fit(X[train], y[train], **params)
+            model.fit(X[train], y[train], **({"groups": groups[train]} if takes_groups else {}))
             fit_time = time.perf_counter() - start
-            scores = model.predict(X[test], **({} if name.startswith("Ridge") else {"groups": groups[test]}))
+            scores = model.predict(X[test], **({"groups": groups[test]} if takes_groups else {}))
             rows.append((name, *_metrics(y[test], scores, groups[test]), fit_time))
             print(f"  trained {name} in {fit_time:.1f} s", file=out)
     header = f"{'model':<40} {'NDCG@1':>7} {'NDCG@5':>7} {'NDCG@10':>8} {'MAP@10':>7} {'fit (s)':>8}"
