@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ltr.nn._dasalc import DASALCNet
-from sklearn_ltr.rankers._list_context import ListContextMixin
 from sklearn_ltr.rankers._neural import NeuralRanker, _check_number
 
 __all__ = ["DASALCRanker"]
 
 
-class DASALCRanker(ListContextMixin, NeuralRanker):
+class DASALCRanker(NeuralRanker):
     r"""DASALC: Data Augmentation, Self-Attention and Latent Cross (Qin et al., ICLR 2021).
 
     A list-context neural ranker: each document is scored from its own features *and* the
@@ -139,6 +138,8 @@ class DASALCRanker(ListContextMixin, NeuralRanker):
     >>> ranker.predict(X, groups=qid).shape == y.shape
     True
     """
+
+    _list_context = True
 
     def __init__(
         self,

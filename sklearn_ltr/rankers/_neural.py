@@ -20,12 +20,23 @@ from sklearn_ltr._skorch import QuerySplit, RankingLoss, RankingNet, ValidationN
 from sklearn_ltr.base import BaseRanker, resolve_groups
 from sklearn_ltr.losses import get_loss
 
-__all__ = ["OPTIMIZERS", "NeuralRanker"]
+__all__ = ["OPTIMIZERS", "NeuralRanker", "canonical_row_order"]
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
 
 #: Rows per pseudo-query when a pointwise scorer predicts: it has no list context.
 _PREDICT_CHUNK = 1024
+
+
+def canonical_row_order(X):
+    """Permutation sorting the rows of ``X`` by their bytes: the same rows give the same order.
+
+    Any fixed order works; comparing raw bytes is cheap (``memcmp``) and needs no choice
+    of key. Identical rows keep their relative input order.
+    """
+    X = np.ascontiguousarray(X)
+    rows = X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
+    return np.argsort(rows, kind="stable")
 
 
 def _check_number(name, value, *, low, high=None, integer=False, low_open=False, allow_none=False):
@@ -50,7 +61,8 @@ class NeuralRanker(BaseRanker):
     ``_list_context = True`` (``groups`` is then needed at predict time).
     """
 
-    #: Whether scores depend on the other documents of the list.
+    #: Whether scores depend on the other documents of the list (then ``predict`` needs
+    #: ``groups`` and scores each query's rows in a canonical order).
     _list_context = False
 
     def _module_spec(self, n_features):
@@ -182,8 +194,17 @@ class NeuralRanker(BaseRanker):
         """Predict with optional extra per-row inputs of the module (e.g. an initial rank)."""
         X = self._validate_predict_data(X, groups)
         query_groups = self._prediction_groups(groups, X.shape[0])
-        scores = self.net_.score_rows(build_dataset(query_groups, X, **extras))
-        return query_groups.unsort(scores)
+        if not self._list_context:
+            return query_groups.unsort(self.net_.score_rows(build_dataset(query_groups, X, **extras)))
+        # A list-context network is permutation equivariant, but in float32 the order in which
+        # attention sums over documents changes the last bits of a score (~1e-7). Scoring each
+        # query's rows in a canonical order makes predict exactly invariant to input row order.
+        order = canonical_row_order(X)
+        canonical = QueryGroups(query_groups.codes[order])
+        extras = {name: np.asarray(values)[order] for name, values in extras.items()}
+        scores = np.empty(X.shape[0], dtype=np.float64)
+        scores[order] = canonical.unsort(self.net_.score_rows(build_dataset(canonical, X[order], **extras)))
+        return scores
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

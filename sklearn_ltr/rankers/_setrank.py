@@ -8,7 +8,6 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 from sklearn_ltr.base import SCORE_K, resolve_groups
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.nn._setrank import BLOCKS, SetRankNet
-from sklearn_ltr.rankers._list_context import ListContextMixin
 from sklearn_ltr.rankers._neural import NeuralRanker, _check_number
 
 __all__ = ["SetRankRanker"]
@@ -30,7 +29,7 @@ def _check_initial_rank(initial_rank, n_samples):
     return ranks.astype(np.float64)
 
 
-class SetRankRanker(ListContextMixin, NeuralRanker):
+class SetRankRanker(NeuralRanker):
     r"""SetRank: a permutation-invariant ranking model over sets of documents (Pang et al., SIGIR 2020).
 
     The documents of a query are embedded, passed through :math:`N_b` stacked multi-head
@@ -164,6 +163,8 @@ class SetRankRanker(ListContextMixin, NeuralRanker):
     __metadata_request__fit = {"groups": True, "initial_rank": True}  # noqa: RUF012
     __metadata_request__predict = {"groups": True, "initial_rank": True}  # noqa: RUF012
     __metadata_request__score = {"groups": True, "initial_rank": True}  # noqa: RUF012
+
+    _list_context = True
 
     def __init__(
         self,
