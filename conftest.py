@@ -1,0 +1,25 @@
+"""Fixtures for every test item, doctests in the package and the docs included."""
+
+import pytest
+import sklearn
+
+
+@pytest.fixture(autouse=True)
+def _restore_sklearn_config():
+    """An example that enables metadata routing must not leak it into the next test."""
+    with sklearn.config_context():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _doctest_one_torch_thread(request):
+    """Doctests train tiny models, where extra torch threads only spin-wait on a 2-core machine."""
+    if not isinstance(request.node, pytest.DoctestItem):
+        yield
+        return
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
