@@ -2,8 +2,27 @@
 
 Every estimator takes ``groups``, one query id per row, in ``fit``, ``predict``
 and ``score``; see the user guide for metadata routing with ``GridSearchCV``.
+
+Examples
+--------
+>>> import sklearn_ltr
+>>> from sklearn_ltr import LambdaMARTRanker, ndcg_scorer
+>>> from sklearn_ltr.datasets import make_ranking
+>>> X, y, qid = make_ranking(n_queries=40, n_features=8, random_state=0)
+>>> ranker = LambdaMARTRanker(n_estimators=20, random_state=0, n_jobs=1).fit(X, y, groups=qid)
+>>> ranker.predict(X, groups=qid).shape == y.shape  # one score per row, in row order
+True
+>>> ranker.score(X, y, groups=qid) == ndcg_scorer(ranker, X, y, groups=qid)  # mean NDCG@10
+True
+
+``__version__`` is the package's version string:
+
+>>> major, minor = (int(part) for part in sklearn_ltr.__version__.split(".")[:2])
+>>> (major, minor) >= (0, 1)
+True
 """
 
+#: str: the version of the package, read by the build (``pyproject.toml``).
 __version__ = "0.1.0"
 
 from sklearn_ltr.base import MissingGroupsWarning

@@ -40,6 +40,31 @@ class MissingGroupsWarning(UserWarning):
     Usually a mistake: inside ``GridSearchCV``, ``cross_validate`` or a ``Pipeline``
     without metadata routing, ``groups`` never reaches the ranker. Pass
     ``groups=...`` and call ``sklearn.set_config(enable_metadata_routing=True)``.
+    It is a :class:`UserWarning`, shown once per call site by default.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_ltr import MissingGroupsWarning
+    >>> from sklearn_ltr.base import resolve_groups
+    >>> issubclass(MissingGroupsWarning, UserWarning)
+    True
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     query_groups = resolve_groups(None, n_samples=3, method="fit")
+    >>> print(caught[0].message)
+    groups=None in fit: all 3 rows are treated as ONE query. Pass groups=<one query id per row>. ...
+    >>> query_groups.n_queries
+    1
+
+    Where one query is intended, silence it by category:
+
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.filterwarnings("ignore", category=MissingGroupsWarning)
+    ...     _ = resolve_groups(None, n_samples=3)
+    >>> caught
+    []
     """
 
 
@@ -57,7 +82,7 @@ def _missing_groups_message(n_samples, method):
 
 
 def resolve_groups(groups, n_samples, *, method="fit", warn=True, stacklevel=2):
-    """Return the :class:`~sklearn_ltr._groups.QueryGroups` of ``groups``.
+    """Return the query index (``sklearn_ltr._groups.QueryGroups``) of ``groups``.
 
     Parameters
     ----------
@@ -77,6 +102,24 @@ def resolve_groups(groups, n_samples, *, method="fit", warn=True, stacklevel=2):
     Returns
     -------
     query_groups : QueryGroups
+        The query index: sorted unique ``ids``, per-row ``codes``, ``sizes``, ...
+
+    Examples
+    --------
+    >>> from sklearn_ltr.base import resolve_groups
+    >>> query_groups = resolve_groups(["b", "a", "b"], 3)
+    >>> query_groups.ids.tolist(), query_groups.codes.tolist(), query_groups.sizes.tolist()
+    (['a', 'b'], [1, 0, 1], [1, 2])
+
+    ``groups=None`` makes all rows one query, with a :class:`MissingGroupsWarning`
+    unless ``warn=False``:
+
+    >>> resolve_groups(None, 4, warn=False).sizes.tolist()
+    [4]
+    >>> resolve_groups([1, 2], 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: groups has 2 entries but X has 3 rows; pass exactly one query id per row of X.
     """
     if groups is None:
         if warn and n_samples > 1:
@@ -86,11 +129,41 @@ def resolve_groups(groups, n_samples, *, method="fit", warn=True, stacklevel=2):
 
 
 class RankerMixin:
-    """Mixin for rankers: routing requests for ``groups``, ranker tags and ``score``.
+    r"""Mixin for rankers: routing requests for ``groups``, ranker tags and ``score``.
 
     Put it before :class:`~sklearn.base.BaseEstimator` in the bases. Subclasses
     implement ``fit(X, y, groups=None, ...)`` and ``predict(X, groups=None)``,
-    which returns one score per input row, in input row order.
+    which returns one score per input row, in input row order. The mixin adds
+    ``score`` (mean NDCG@10 over queries), the ``"ranker"`` estimator type, and
+    a default metadata-routing request for ``groups`` in ``fit``, ``predict`` and
+    ``score``.
+
+    Examples
+    --------
+    A ranker that scores each row by the sum of its features:
+
+    >>> import numpy as np
+    >>> from sklearn.base import BaseEstimator
+    >>> from sklearn.utils import get_tags
+    >>> from sklearn_ltr.base import RankerMixin
+    >>> class SumRanker(RankerMixin, BaseEstimator):
+    ...     def fit(self, X, y, groups=None):
+    ...         return self
+    ...     def predict(self, X, groups=None):
+    ...         return np.asarray(X, dtype=float).sum(axis=1)
+    >>> ranker = SumRanker()
+    >>> get_tags(ranker).estimator_type
+    'ranker'
+    >>> sorted(ranker.get_metadata_routing().consumes("fit", ["groups", "sample_weight"]))
+    ['groups']
+
+    One query of three documents, scored 1, 2, 3 with labels 0, 2, 1: the ranking
+    puts the label-1 document first, so NDCG@10 is
+    :math:`(1 + 3 / \log_2 3) / (3 + 1 / \log_2 3)`:
+
+    >>> X, y, qid = np.array([[1.0], [2.0], [3.0]]), [0, 2, 1], [5, 5, 5]
+    >>> round(ranker.fit(X, y, qid).score(X, y, groups=qid), 4)
+    0.7967
     """
 
     # Request ``groups`` by default, so routing needs no ``set_*_request`` call.
@@ -149,9 +222,9 @@ class RankerMixin:
 class BaseRanker(RankerMixin, BaseEstimator):
     """Base class for rankers: input validation shared by every ranker.
 
-    Provides :meth:`_validate_fit_data` (``X``, labels and ``groups`` in one call,
+    Provides ``_validate_fit_data`` (``X``, labels and ``groups`` in one call,
     setting ``n_features_in_`` and ``feature_names_in_``) and
-    :meth:`_validate_predict_data` (``X`` checked against the fitted features).
+    ``_validate_predict_data`` (``X`` checked against the fitted features).
     Tags say whether sparse ``X`` and NaN features are accepted; subclasses set
     ``_accept_sparse`` and ``_allow_nan`` to match.
 

@@ -56,6 +56,8 @@ def observation_propensity(positions):
     >>> from sklearn_ltr.datasets import observation_propensity
     >>> observation_propensity([1, 2, 4])
     array([1.  , 0.5 , 0.25])
+    >>> 1 / observation_propensity([1, 2, 4])  # inverse-propensity weights of clicks there
+    array([1., 2., 4.])
     """
     positions = np.asarray(positions)
     if positions.dtype.kind not in "iuf" or positions.size == 0 or not np.isfinite(positions).all():
@@ -156,6 +158,16 @@ def simulate_clicks(y, groups, *, w=1.0, epsilon=0.1, y_max=None, random_state=N
     array([3, 1, 2, 2, 1])
     >>> clicks.shape, set(clicks.tolist()) <= {0, 1}
     ((5,), True)
+
+    With ``w=1`` a fully relevant document (``y == y_max``) is shown first, always
+    examined, and clicked with probability ``epsilon + (1 - epsilon) = 1``:
+
+    >>> import numpy as np
+    >>> y = np.tile([1, 0, 0, 0], 100)
+    >>> groups = np.repeat(np.arange(100), 4)
+    >>> positions, clicks = simulate_clicks(y, groups, random_state=0)
+    >>> bool(np.all(positions[y == 1] == 1)), float(clicks[y == 1].mean())
+    (True, 1.0)
     """
     y = check_relevance(y, name="y", integer=True)
     qg = QueryGroups(groups, n_samples=y.shape[0])

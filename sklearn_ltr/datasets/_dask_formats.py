@@ -141,8 +141,30 @@ def read_svmlight_ranking_dask(
 
     Examples
     --------
-    >>> X, y, qid = read_svmlight_ranking_dask("train.txt", n_features=136)  # doctest: +SKIP
-    >>> LambdaMARTRanker().fit(X, y, groups=qid)  # doctest: +SKIP
+    Four queries of three rows each; with a 40-byte ``blocksize`` every cut moves on to
+    the next query boundary, so no query is split between partitions:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from sklearn_ltr.datasets import read_svmlight_ranking_dask
+    >>> rows = "".join(f"{(q + d) % 3} qid:{q} 1:{d} 2:{q}\\n" for q in range(4) for d in range(3))
+    >>> print(rows[:48], end="")  # the first query
+    0 qid:0 1:0 2:0
+    1 qid:0 1:1 2:0
+    2 qid:0 1:2 2:0
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "train.txt"
+    ...     _ = path.write_text(rows)
+    ...     X, y, qid = read_svmlight_ranking_dask(path, n_features=2, blocksize=40)
+    ...     partitions = [block.compute(scheduler="sync").tolist() for block in qid.blocks]
+    ...     X = X.compute(scheduler="sync")
+    >>> partitions
+    [[0, 0, 0, 1, 1, 1], [2, 2, 2], [3, 3, 3]]
+    >>> X.shape, X.dtype
+    ((12, 2), dtype('float32'))
+
+    The arrays (or the frame with ``as_frame=True``) go straight to a Dask-aware
+    ranker: ``LambdaMARTRanker().fit(X, y, groups=qid)``.
     """
     from sklearn_ltr.rankers._lambdamart_dask import require_dask
 

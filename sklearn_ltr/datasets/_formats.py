@@ -100,18 +100,22 @@ def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based
 
     Examples
     --------
-    >>> import os, tempfile
+    >>> import tempfile
+    >>> from pathlib import Path
     >>> from sklearn_ltr.datasets import load_svmlight_ranking
-    >>> path = os.path.join(tempfile.mkdtemp(), "train.txt")
-    >>> with open(path, "w") as f:
-    ...     _ = f.write("2 qid:7 1:0.5 2:1.0\\n0 qid:7 1:0.1\\n1 qid:9 2:3.0\\n")
-    >>> X, y, groups = load_svmlight_ranking(path)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "train.txt"
+    ...     _ = path.write_text("2 qid:7 1:0.5 2:1.0\\n0 qid:7 1:0.1\\n1 qid:9 2:3.0 # doc 17\\n")
+    ...     X, y, groups = load_svmlight_ranking(path)
+    ...     X_wide, _, _ = load_svmlight_ranking(path, n_features=4)
     >>> X
     array([[0.5, 1. ],
            [0.1, 0. ],
            [0. , 3. ]])
     >>> y, groups
     (array([2., 0., 1.]), array([7, 7, 9]))
+    >>> X_wide.shape
+    (3, 4)
     """
     X, y, qid = _read(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=True)
     X = _finish(X, path, dense)
@@ -181,14 +185,26 @@ def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None)
 
     Examples
     --------
-    >>> import os, tempfile
-    >>> from sklearn_ltr.datasets import dump_svmlight_ranking
-    >>> path = os.path.join(tempfile.mkdtemp(), "out.txt")
-    >>> dump_svmlight_ranking([[0.5, 0.0], [1.0, 2.0], [0.0, 3.0]], [1, 0, 2], [9, 4, 9], path)
-    >>> print(open(path).read(), end="")
+    A round trip: rows come back sorted by query id, each query's rows in input order.
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from sklearn_ltr.datasets import dump_svmlight_ranking, load_svmlight_ranking
+    >>> X = np.array([[0.5, 0.0], [1.0, 2.0], [0.0, 3.0]])
+    >>> y, groups = [1, 0, 2], [9, 4, 9]
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "out.txt"
+    ...     dump_svmlight_ranking(X, y, groups, path)
+    ...     text = path.read_text()
+    ...     X_back, y_back, groups_back = load_svmlight_ranking(path, n_features=2)
+    >>> print(text, end="")
     0 qid:4 1:1 2:2
     1 qid:9 1:0.5
     2 qid:9 2:3
+    >>> order = np.argsort(groups, kind="stable")
+    >>> bool(np.array_equal(X_back, X[order])), y_back.tolist(), groups_back.tolist()
+    (True, [0.0, 1.0, 2.0], [4, 9, 9])
     """
     X, y, qg = _check_dump(X, y, groups)
     if qg.ids.dtype.kind not in "iu":
@@ -280,16 +296,20 @@ def load_lightgbm_ranking(path, *, query_path=None, n_features=None, dtype=np.fl
 
     Examples
     --------
-    >>> import os, tempfile
+    >>> import tempfile
+    >>> from pathlib import Path
     >>> from sklearn_ltr.datasets import load_lightgbm_ranking
-    >>> path = os.path.join(tempfile.mkdtemp(), "rank.train")
-    >>> with open(path, "w") as f:
-    ...     _ = f.write("1 1:0.5\\n0 2:1.0\\n2 1:0.3 2:0.2\\n")
-    >>> with open(path + ".query", "w") as f:
-    ...     _ = f.write("2\\n1\\n")
-    >>> X, y, groups = load_lightgbm_ranking(path)
-    >>> X.shape, groups
-    ((3, 2), array([0, 0, 1]))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "rank.train"
+    ...     _ = path.write_text("1 1:0.5\\n0 2:1.0\\n2 1:0.3 2:0.2\\n")
+    ...     _ = Path(tmp, "rank.train.query").write_text("2\\n1\\n")  # 2 rows, then 1
+    ...     X, y, groups = load_lightgbm_ranking(path)
+    >>> X
+    array([[0.5, 0. ],
+           [0. , 1. ],
+           [0.3, 0.2]])
+    >>> y, groups
+    (array([1., 0., 2.]), array([0, 0, 1]))
     """
     if query_path is None:
         query_path = os.fspath(path) + ".query"
@@ -328,17 +348,26 @@ def dump_lightgbm_ranking(X, y, groups, path, *, query_path=None, zero_based=Fal
 
     Examples
     --------
-    >>> import os, tempfile
-    >>> from sklearn_ltr.datasets import dump_lightgbm_ranking
-    >>> path = os.path.join(tempfile.mkdtemp(), "rank.train")
-    >>> dump_lightgbm_ranking([[1.0], [2.0], [3.0]], [0, 1, 2], ["q2", "q1", "q2"], path)
-    >>> print(open(path).read(), end="")
+    A round trip: query ``"q1"`` is written first, and the ids come back as query
+    numbers.
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from sklearn_ltr.datasets import dump_lightgbm_ranking, load_lightgbm_ranking
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "rank.train"
+    ...     dump_lightgbm_ranking([[1.0], [2.0], [3.0]], [0, 1, 2], ["q2", "q1", "q2"], path)
+    ...     data, sizes = path.read_text(), Path(tmp, "rank.train.query").read_text()
+    ...     X, y, groups = load_lightgbm_ranking(path)
+    >>> print(data, end="")
     1 1:2
     0 1:1
     2 1:3
-    >>> print(open(path + ".query").read(), end="")
+    >>> print(sizes, end="")
     1
     2
+    >>> X.ravel().tolist(), y.tolist(), groups.tolist()
+    ([2.0, 1.0, 3.0], [1.0, 0.0, 2.0], [0, 1, 1])
     """
     X, y, qg = _check_dump(X, y, groups)
     if query_path is None:

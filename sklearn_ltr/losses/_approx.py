@@ -78,6 +78,22 @@ def approx_ndcg(scores, labels, mask=None, *, temperature=0.1):
        Information Retrieval Measures." Information Retrieval 13(4), 2010.
     .. [2] Bruch, Zoghi, Bendersky, Najork. "Revisiting Approximate Metric Optimization in
        the Age of Deep Neural Networks." SIGIR 2019.
+
+    Examples
+    --------
+    Two documents with equal scores both get the smooth rank 1.5, so the relevant one's
+    discount is :math:`1 / \log_2 2.5`:
+
+    >>> import torch
+    >>> from sklearn_ltr.losses import approx_ndcg
+    >>> labels = torch.tensor([[1.0, 0.0]])
+    >>> round(approx_ndcg(torch.zeros(1, 2), labels).item(), 4)  # 1 - 1 / log2(2.5)
+    0.2435
+
+    Well-separated scores in label order give (almost exactly) the true ranks:
+
+    >>> round(approx_ndcg(torch.tensor([[10.0, 0.0]]), labels).item(), 4)
+    0.0
     """
     temperature = check_positive("temperature", temperature)
     scores, labels, mask = check_inputs(scores, labels, mask)
@@ -118,6 +134,24 @@ def gumbel_approx_ndcg(scores, labels, mask=None, *, temperature=0.1, n_samples=
     ----------
     .. [1] Bruch, Han, Bendersky, Najork. "A Stochastic Treatment of Learning to Rank Scoring
        Functions." WSDM 2020.
+
+    Examples
+    --------
+    The value is random; a seeded ``generator`` makes it reproducible:
+
+    >>> import torch
+    >>> from sklearn_ltr.losses import gumbel_approx_ndcg
+    >>> scores, labels = torch.tensor([[1.0, 0.0, -1.0]]), torch.tensor([[2.0, 1.0, 0.0]])
+    >>> first = gumbel_approx_ndcg(scores, labels, n_samples=8, generator=torch.Generator().manual_seed(0))
+    >>> again = gumbel_approx_ndcg(scores, labels, n_samples=8, generator=torch.Generator().manual_seed(0))
+    >>> first.shape, bool(first == again)
+    (torch.Size([]), True)
+
+    Scores much further apart than the noise keep their order, and the loss is that of
+    :func:`approx_ndcg`:
+
+    >>> round(gumbel_approx_ndcg(torch.tensor([[100.0, 0.0]]), torch.tensor([[1.0, 0.0]])).item(), 4)
+    0.0
     """
     temperature = check_positive("temperature", temperature)
     n_samples = check_int("n_samples", n_samples)

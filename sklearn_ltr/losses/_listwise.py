@@ -67,6 +67,26 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear"):
        Approach." ICML 2007.
     .. [2] Bruch, Wang, Bendersky, Najork. "An Analysis of the Softmax Cross Entropy Loss for
        Learning-to-Rank with Binary Relevance." ICTIR 2019.
+
+    Examples
+    --------
+    With one relevant document the linear target puts all its mass on it, and the loss is
+    minus the log of its softmax probability, :math:`-\log(e / (e + 2))`:
+
+    >>> import torch
+    >>> from sklearn_ltr.losses import softmax_cross_entropy
+    >>> scores, labels = torch.tensor([[1.0, 0.0, 0.0]]), torch.tensor([[1.0, 0.0, 0.0]])
+    >>> round(softmax_cross_entropy(scores, labels).item(), 4)  # log(e + 2) - 1
+    0.5514
+    >>> round(softmax_cross_entropy(scores, labels, target="softmax").item(), 4)
+    0.9753
+
+    A query with no relevant document contributes 0 (with the linear target) and still
+    counts in the batch mean:
+
+    >>> labels = torch.tensor([[1.0, 0.0], [0.0, 0.0]])
+    >>> round(softmax_cross_entropy(torch.zeros(2, 2), labels).item(), 4)  # (log 2 + 0) / 2
+    0.3466
     """
     if target not in _TARGETS:
         raise ValueError(f"target must be one of {list(_TARGETS)}; got {target!r}.")
@@ -117,6 +137,23 @@ def listmle(scores, labels, mask=None, *, shuffle_ties=True, generator=None):
     ----------
     .. [1] Xia, Liu, Wang, Zhang, Li. "Listwise Approach to Learning to Rank: Theory and
        Algorithm." ICML 2008.
+
+    Examples
+    --------
+    Two documents with equal scores: the Plackett-Luce probability of the label order is
+    1/2, so the loss is :math:`\log 2`.
+
+    >>> import torch
+    >>> from sklearn_ltr.losses import listmle
+    >>> round(listmle(torch.zeros(1, 2), torch.tensor([[1.0, 0.0]])).item(), 4)
+    0.6931
+
+    Three documents scored in label order, 2, 1, 0:
+    :math:`\log(1 + e^{-1} + e^{-2}) + \log(1 + e^{-1})`.
+
+    >>> scores, labels = torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[2.0, 1.0, 0.0]])
+    >>> round(listmle(scores, labels).item(), 4)
+    0.7209
     """
     scores, labels, mask = check_inputs(scores, labels, mask)
     # Sort key: padded slots first (+inf), then labels decreasing. Putting padding *first*
@@ -200,6 +237,19 @@ def attention_rank(scores, labels, mask=None, *, complement=True):
     ----------
     .. [1] Ai, Bi, Guo, Croft. "Learning a Deep Listwise Context Model for Ranking
        Refinement." SIGIR 2018.
+
+    Examples
+    --------
+    Two documents with equal scores, one relevant: the label attention is (1, 0) and the
+    score attention (1/2, 1/2), so each document costs :math:`\log 2`.
+
+    >>> import torch
+    >>> from sklearn_ltr.losses import attention_rank
+    >>> scores, labels = torch.zeros(1, 2), torch.tensor([[1.0, 0.0]])
+    >>> round(attention_rank(scores, labels).item(), 4)  # 2 log 2
+    1.3863
+    >>> round(attention_rank(scores, labels, complement=False).item(), 4)  # log 2
+    0.6931
     """
     scores, labels, mask = check_inputs(scores, labels, mask)
     relevant = mask & (labels > 0)

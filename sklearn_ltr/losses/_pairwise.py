@@ -102,6 +102,37 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True):
        using Gradient Descent." ICML 2005.
     .. [2] Burges. "From RankNet to LambdaRank to LambdaMART: An Overview." Microsoft
        Research Technical Report MSR-TR-2010-82, 2010.
+
+    Examples
+    --------
+    One query of two documents, the relevant one scored 2 higher: the only pair costs
+    :math:`\log(1 + e^{-2})`.
+
+    >>> import torch
+    >>> from sklearn_ltr.losses import ranknet
+    >>> labels = torch.tensor([[1.0, 0.0]])
+    >>> round(ranknet(torch.tensor([[2.0, 0.0]]), labels).item(), 4)
+    0.1269
+
+    A padded slot (``mask`` False) changes neither the value nor the gradient, even when
+    it holds NaN:
+
+    >>> scores = torch.tensor([[2.0, 0.0, float("nan")]], requires_grad=True)
+    >>> labels = torch.tensor([[1.0, 0.0, 0.0]])
+    >>> mask = torch.tensor([[True, True, False]])
+    >>> loss = ranknet(scores, labels, mask)
+    >>> loss.backward()
+    >>> round(loss.item(), 4), [round(g, 4) for g in scores.grad[0].tolist()]
+    (0.1269, [-0.1192, 0.1192, 0.0])
+
+    Tied labels form pairs with target 1/2 (cost :math:`\log 2` at equal scores) unless
+    ``include_ties=False``:
+
+    >>> scores, labels = torch.tensor([[1.0, 0.0, 0.0]]), torch.tensor([[1.0, 0.0, 0.0]])
+    >>> round(ranknet(scores, labels).item(), 4)  # (2 log(1 + e^-1) + log 2) / 3
+    0.4399
+    >>> round(ranknet(scores, labels, include_ties=False).item(), 4)  # log(1 + e^-1)
+    0.3133
     """
     sigma = check_positive("sigma", sigma)
     scores, labels, mask = check_inputs(scores, labels, mask)
@@ -152,6 +183,23 @@ def lambdarank(scores, labels, mask=None, *, sigma=1.0, k=None):
     .. [1] Burges, Ragno, Le. "Learning to Rank with Nonsmooth Cost Functions." NIPS 2006.
     .. [2] Burges. "From RankNet to LambdaRank to LambdaMART: An Overview." Microsoft
        Research Technical Report MSR-TR-2010-82, 2010.
+
+    Examples
+    --------
+    Two documents with equal scores, the relevant one listed first (so ranked first):
+    swapping them changes NDCG by :math:`1 - 1/\log_2 3`, and the pair costs
+    :math:`\log 2`.
+
+    >>> import torch
+    >>> from sklearn_ltr.losses import lambdarank
+    >>> scores, labels = torch.zeros(1, 2), torch.tensor([[1.0, 0.0]])
+    >>> round(lambdarank(scores, labels).item(), 4)  # (1 - 1 / log2(3)) * log(2)
+    0.2558
+
+    With ``k=1`` rank 2 has discount 0, so the swap changes NDCG@1 by 1:
+
+    >>> round(lambdarank(scores, labels, k=1).item(), 4)  # log(2)
+    0.6931
     """
     sigma = check_positive("sigma", sigma)
     k = check_k(k)

@@ -51,6 +51,24 @@ def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None):
     .. [1] Qin, Yan, Zhuang, Tay, Pasumarthi, Wang, Bendersky, Najork. "Are Neural Rankers
        still Outperformed by Gradient Boosted Decision Trees?" ICLR 2021 (the loss comparison
        in which it appears, from TF-Ranking's ``SigmoidCrossEntropyLoss``).
+
+    Examples
+    --------
+    A relevant document scored 2 and an irrelevant one scored -1:
+    :math:`(\log(1 + e^{-2}) + \log(1 + e^{-1})) / 2`.
+
+    >>> import torch
+    >>> from sklearn_ltr.losses import sigmoid_cross_entropy
+    >>> scores = torch.tensor([[2.0, -1.0]])
+    >>> round(sigmoid_cross_entropy(scores, torch.tensor([[1.0, 0.0]])).item(), 4)
+    0.2201
+
+    Graded labels 4 and 2 with ``max_label=4`` are the targets 1 and 1/2; a score of 0
+    costs :math:`\log 2` whatever its target:
+
+    >>> scores, labels = torch.tensor([[2.0, 0.0]]), torch.tensor([[4.0, 2.0]])
+    >>> round(sigmoid_cross_entropy(scores, labels, max_label=4).item(), 4)  # (log(1 + e^-2) + log 2) / 2
+    0.41
     """
     scores, labels, mask = check_inputs(scores, labels, mask)
     if max_label is None:

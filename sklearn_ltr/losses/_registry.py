@@ -108,11 +108,24 @@ def get_loss(loss, **options):
 
     Examples
     --------
-    >>> from sklearn_ltr.losses import get_loss
-    >>> get_loss("listnet").__name__
+    >>> import torch
+    >>> from sklearn_ltr.losses import get_loss, ranknet
+    >>> get_loss("ranknet") is ranknet
+    True
+    >>> get_loss("ListNet").__name__  # an alias, case-insensitive
     'softmax_cross_entropy'
-    >>> get_loss("ranknet", sigma=2.0).keywords
+
+    Options are bound, and checked against the loss's signature at once:
+
+    >>> loss = get_loss("ranknet", sigma=2.0)
+    >>> loss.keywords
     {'sigma': 2.0}
+    >>> round(loss(torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0]])).item(), 4)  # log(1 + e^-2)
+    0.1269
+    >>> get_loss("ranknet", temperature=0.1)
+    Traceback (most recent call last):
+    ...
+    TypeError: ranknet got unexpected option(s) ['temperature']; it accepts ['sigma', 'include_ties'].
     """
     if isinstance(loss, str):
         function = LOSSES[_canonical(loss)]

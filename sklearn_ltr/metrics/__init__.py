@@ -1,14 +1,47 @@
-"""Ranking metrics over many queries at once, and routing-aware scorers.
+r"""Ranking metrics over many queries at once, and routing-aware scorers.
 
 All metrics take ``(y_true, y_score, groups)`` with one query id per row, sort
 all rows once by ``(query, -score)`` and never loop over queries in Python.
+Each returns the mean over queries (:func:`swapped_pairs` the total count);
+:func:`ndcg_per_query` gives one value per query.
+
+The scorers (:data:`ndcg_scorer`, :class:`NDCGScorer`, :func:`make_ranking_scorer`)
+are called as ``scorer(estimator, X, y, groups=qid)`` and request ``groups``
+through scikit-learn's metadata routing, so that model selection scores each
+test fold query by query.
+
+Examples
+--------
+>>> import numpy as np
+>>> from sklearn.linear_model import LinearRegression
+>>> from sklearn_ltr.metrics import ndcg_score, ndcg_scorer
+>>> X = np.array([[0.0], [1.0], [2.0], [0.0], [3.0]])
+>>> y = np.array([0, 1, 2, 1, 0])
+>>> qid = np.array([1, 1, 1, 2, 2])
+>>> model = LinearRegression().fit(X, y)
+
+The model ranks query 1 perfectly (NDCG 1) and puts the relevant document of
+query 2 second (NDCG :math:`1 / \log_2 3`):
+
+>>> round(ndcg_scorer(model, X, y, groups=qid), 4)  # (1 + 0.6309) / 2
+0.8155
+>>> round(ndcg_score(y, model.predict(X), qid, k=10), 4)  # the same value
+0.8155
 """
 
+from sklearn_ltr.metrics import _scorer
 from sklearn_ltr.metrics._binary import average_precision_score, mrr_score, precision_at_k
 from sklearn_ltr.metrics._cascade import err_score
 from sklearn_ltr.metrics._dcg import dcg_score, ndcg_per_query, ndcg_score
 from sklearn_ltr.metrics._pairs import swapped_pairs
-from sklearn_ltr.metrics._scorer import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_scorer
+from sklearn_ltr.metrics._scorer import NDCGScorer, RankingScorer, make_ranking_scorer
+
+# Bound here, with a ``#:`` comment, so that autodoc documents it as ``sklearn_ltr.metrics.ndcg_scorer``.
+
+#: NDCGScorer: the NDCG@10 scorer, ``NDCGScorer(k=10)``, for ``scoring=`` in model
+#: selection: exponential gain, LightGBM's convention for queries without a relevant
+#: document (NDCG 1) and tie-averaging. Its value equals a ranker's ``score``.
+ndcg_scorer = _scorer.ndcg_scorer
 
 __all__ = [
     "NDCGScorer",

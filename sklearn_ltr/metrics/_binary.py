@@ -59,6 +59,15 @@ def average_precision_score(y_true, y_score, groups, *, k=None, empty_value=1.0)
     >>> y_score = [4, 3, 2, 1]
     >>> round(average_precision_score(y_true, y_score, [0, 0, 0, 0]), 4)  # (1/1 + 2/3) / 2
     0.8333
+    >>> average_precision_score(y_true, y_score, [0, 0, 0, 0], k=2)  # (1/1) / min(2, 2)
+    0.5
+
+    A query without a relevant document scores ``empty_value``:
+
+    >>> average_precision_score([0, 0], [2, 1], [0, 0])
+    1.0
+    >>> average_precision_score([0, 0], [2, 1], [0, 0], empty_value=0.0)
+    0.0
     """
     k = check_k(k)
     empty_value = check_empty_value(empty_value)
@@ -97,6 +106,8 @@ def precision_at_k(y_true, y_score, groups, *, k=10):
     >>> from sklearn_ltr.metrics import precision_at_k
     >>> precision_at_k([1, 0, 1, 0], [4, 3, 2, 1], [0, 0, 0, 0], k=2)
     0.5
+    >>> precision_at_k([1, 0], [2, 1], [0, 0], k=10)  # a 2-document list is still divided by 10
+    0.1
     """
     if k is None:
         raise ValueError("k must be a positive integer for precision_at_k; got None.")
@@ -132,8 +143,11 @@ def mrr_score(y_true, y_score, groups, *, k=None):
     Examples
     --------
     >>> from sklearn_ltr.metrics import mrr_score
-    >>> round(mrr_score([0, 1, 0, 0, 0, 1], [3, 2, 1, 3, 2, 1], [0, 0, 0, 1, 1, 1]), 4)  # (1/2 + 1/3) / 2
+    >>> y_true, y_score, groups = [0, 1, 0, 0, 0, 1], [3, 2, 1, 3, 2, 1], [0, 0, 0, 1, 1, 1]
+    >>> round(mrr_score(y_true, y_score, groups), 4)  # (1/2 + 1/3) / 2
     0.4167
+    >>> mrr_score(y_true, y_score, groups, k=2)  # query 1's hit at rank 3 is past the cut-off
+    0.25
     """
     k = check_k(k)
     lists = RankedLists(y_true, y_score, groups)

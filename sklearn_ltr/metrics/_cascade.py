@@ -46,6 +46,8 @@ def err_score(y_true, y_score, groups, *, k=None, max_grade=None):
     >>> from sklearn_ltr.metrics import err_score
     >>> err_score([2, 1], [1.0, 0.0], [0, 0], max_grade=2)  # 3/4 + (1/2)(1/4)(1/4)
     0.78125
+    >>> err_score([2, 1], [0.0, 1.0], [0, 0], max_grade=2)  # 1/4 + (1/2)(3/4)(3/4)
+    0.53125
     """
     k = check_k(k)
     lists = RankedLists(y_true, y_score, groups)

@@ -119,7 +119,25 @@ def dcg_score(y_true, y_score, groups, *, k=None, gain="exponential", ties="aver
 def ndcg_per_query(
     y_true, y_score, groups, *, k=None, gain="exponential", empty_value=1.0, ties="average"
 ):
-    """NDCG of each query; see :func:`ndcg_score` for the definition and parameters.
+    """NDCG of each query; see :func:`ndcg_score` for the definition.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Non-negative relevance grades.
+    y_score : array-like of shape (n_samples,)
+        Finite predicted scores; a higher score ranks higher.
+    groups : array-like of shape (n_samples,)
+        Query id of each row (integers or strings, any order, queries may interleave).
+    k : int, default=None
+        Cut-off: only the top ``k`` positions count. ``None`` uses whole lists.
+    gain : {"exponential", "linear"}, default="exponential"
+        ``2**y - 1`` or ``y``.
+    empty_value : float or None, default=1.0
+        NDCG of a query whose ideal DCG is 0 (no relevant document); ``None``
+        gives NaN for such queries.
+    ties : {"average", "stable"}, default="average"
+        How tied scores are ranked; see :func:`ndcg_score`.
 
     Returns
     -------
@@ -203,6 +221,24 @@ def ndcg_score(y_true, y_score, groups, *, k=None, gain="exponential", empty_val
     0.7934
     >>> round(ndcg_score(y_true, y_score, groups, k=1), 4)
     0.5
+
+    A query without a relevant document scores ``empty_value``:
+
+    >>> y_true, y_score, groups = [0, 0, 1, 0], [0.3, 0.2, 0.9, 0.1], [1, 1, 2, 2]
+    >>> ndcg_score(y_true, y_score, groups)  # query 1 scores 1.0, as in LightGBM
+    1.0
+    >>> ndcg_score(y_true, y_score, groups, empty_value=0.0)  # as in scikit-learn
+    0.5
+    >>> ndcg_score(y_true, y_score, groups, empty_value=None)  # query 1 is dropped
+    1.0
+
+    Tied scores share the mean discount of their positions, unless ``ties="stable"``
+    ranks them in row order:
+
+    >>> round(ndcg_score([0, 1], [0.5, 0.5], [0, 0]), 4)  # (1 + 1 / log2(3)) / 2
+    0.8155
+    >>> round(ndcg_score([0, 1], [0.5, 0.5], [0, 0], ties="stable"), 4)  # 1 / log2(3)
+    0.6309
     """
     _, values = ndcg_per_query(
         y_true, y_score, groups, k=k, gain=gain, empty_value=empty_value, ties=ties

@@ -45,6 +45,10 @@ def swapped_pairs(y_true, y_score, groups, *, normalize=False):
     3
     >>> swapped_pairs([2, 1, 0], [0.3, 0.2, 0.1], [0, 0, 0])
     0
+    >>> round(swapped_pairs([2, 1, 0], [0.1, 0.3, 0.2], [0, 0, 0], normalize=True), 4)  # 2 of 3 pairs
+    0.6667
+    >>> swapped_pairs([1, 0], [0.5, 0.5], [0, 0])  # tied scores are not swapped
+    0
     """
     lists = RankedLists(y_true, y_score, groups, stable=False)
     levels, level_of_row = np.unique(lists.labels, return_inverse=True)

@@ -81,6 +81,15 @@ class RankingScorer:
     >>> model = LinearRegression().fit(X, y)
     >>> RankingScorer("map", k=None)(model, X, y, groups=qid)  # query 2 is ranked wrong
     0.75
+    >>> RankingScorer("mrr")(model, X, y, groups=qid)  # (1 + 1/2) / 2
+    0.75
+
+    Without query ids there is nothing to score per query:
+
+    >>> RankingScorer("map")(model, X, y)
+    Traceback (most recent call last):
+    ...
+    ValueError: RankingScorer('map', k=10) needs the query id of every test row, but got groups=None. ...
     """
 
     def __init__(self, metric="ndcg", k=10, **metric_params):
@@ -98,7 +107,28 @@ class RankingScorer:
         return {"k": self.k, **self.metric_params} if takes_k else dict(self.metric_params)
 
     def __call__(self, estimator, X, y_true, groups=None, sample_weight=None):
-        """Predict on ``X`` with its query ids and return the mean metric over queries."""
+        """Predict on ``X`` with its query ids and return the mean metric over queries.
+
+        Parameters
+        ----------
+        estimator : object
+            Fitted model with ``predict(X, groups=None)``, or ``predict(X)`` for a
+            pointwise model (a regressor), which is then called without ``groups``.
+        X : array-like of shape (n_samples, n_features)
+            Rows to rank.
+        y_true : array-like of shape (n_samples,)
+            Relevance grades.
+        groups : array-like of shape (n_samples,)
+            Query id of each row. Required: ``None`` raises a ``ValueError`` that
+            says how to enable metadata routing.
+        sample_weight : None
+            Not supported: must be ``None``.
+
+        Returns
+        -------
+        score : float
+            The metric; greater is better.
+        """
         if groups is None:
             raise ValueError(_NO_GROUPS.format(name=repr(self)))
         if sample_weight is not None:
@@ -135,10 +165,21 @@ class NDCGScorer(RankingScorer):
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
     >>> from sklearn_ltr import NDCGScorer
-    >>> scorer = NDCGScorer(k=5)
-    >>> scorer
-    NDCGScorer(k=5)
+    >>> X = np.array([[0.0], [1.0], [2.0], [0.0], [3.0]])
+    >>> y, qid = np.array([0, 1, 2, 1, 0]), np.array([1, 1, 1, 2, 2])
+    >>> model = LinearRegression().fit(X, y)
+
+    Query 1 is ranked perfectly; query 2's relevant document comes second:
+
+    >>> round(NDCGScorer(k=5)(model, X, y, groups=qid), 4)  # (1 + 1 / log2(3)) / 2
+    0.8155
+    >>> NDCGScorer(k=1)(model, X, y, groups=qid)  # (1 + 0) / 2
+    0.5
+    >>> NDCGScorer(k=5, empty_value=0.0)
+    NDCGScorer(k=5, empty_value=0.0)
     """
 
     def __init__(self, k=10, **metric_params):
@@ -169,8 +210,25 @@ def make_ranking_scorer(metric, k=10, **metric_params):
     --------
     >>> from sklearn_ltr import make_ranking_scorer
     >>> scoring = {"ndcg@5": make_ranking_scorer("ndcg", k=5), "map": make_ranking_scorer("map")}
-    >>> scoring["map"]
-    RankingScorer('map', k=10)
+    >>> scoring
+    {'ndcg@5': NDCGScorer(k=5), 'map': RankingScorer('map', k=10)}
+
+    With metadata routing on, ``groups`` reaches both the splitter and the scorers:
+
+    >>> import numpy as np
+    >>> import sklearn
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from sklearn.model_selection import GroupKFold, cross_validate
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 3))
+    >>> y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 1)
+    >>> qid = np.repeat(np.arange(8), 5)
+    >>> with sklearn.config_context(enable_metadata_routing=True):
+    ...     result = cross_validate(
+    ...         LinearRegression(), X, y, cv=GroupKFold(2), scoring=scoring, params={"groups": qid}
+    ...     )
+    >>> result["test_ndcg@5"].round(4).tolist(), result["test_map"].tolist()
+    ([0.9395, 1.0], [1.0, 1.0])
     """
     if metric == "ndcg":
         return NDCGScorer(k=k, **metric_params)

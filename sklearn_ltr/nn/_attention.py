@@ -118,6 +118,29 @@ class MultiHeadAttention(nn.Module):
         Output width (``None``: ``d_model``).
     dropout : float, default=0.0
         Dropout on the attention weights, in training only.
+
+    References
+    ----------
+    A. Vaswani, N. Shazeer, N. Parmar, J. Uszkoreit, L. Jones, A. N. Gomez, L. Kaiser and
+    I. Polosukhin. "Attention Is All You Need." NeurIPS 2017.
+
+    Examples
+    --------
+    Three queries attend to a list of five keys, of which the last two are padding:
+
+    >>> import torch
+    >>> from sklearn_ltr.nn import MultiHeadAttention
+    >>> _ = torch.manual_seed(0)
+    >>> attention = MultiHeadAttention(d_model=8, n_heads=2).eval()
+    >>> query, key = torch.randn(1, 3, 8), torch.randn(1, 5, 8)
+    >>> key_mask = torch.tensor([[True, True, True, False, False]])
+    >>> with torch.no_grad():
+    ...     out = attention(query, key, key_mask)
+    ...     unpadded = attention(query, key[:, :3])  # only the three real keys
+    >>> out.shape
+    torch.Size([1, 3, 8])
+    >>> torch.allclose(out, unpadded)  # padded keys get zero weight
+    True
     """
 
     def __init__(self, d_model, n_heads=1, head_size=None, d_out=None, dropout=0.0):
@@ -138,7 +161,22 @@ class MultiHeadAttention(nn.Module):
         return x.view(batch, length, self.n_heads, self.head_size).transpose(1, 2)
 
     def forward(self, query, key, key_mask=None):
-        """Attend from ``query`` ``[B, Lq, d]`` to ``key`` ``[B, Lk, d]``; ``key_mask`` ``[B, Lk]``."""
+        r"""Attend from ``query`` to ``key`` (the keys are also the values).
+
+        Parameters
+        ----------
+        query : torch.Tensor of shape (batch, n_queries, d_model)
+            Queries :math:`Q`.
+        key : torch.Tensor of shape (batch, n_keys, d_model)
+            Keys and values :math:`K`.
+        key_mask : torch.Tensor of bool, shape (batch, n_keys), default=None
+            True on real keys; ``None`` when every key is real.
+
+        Returns
+        -------
+        out : torch.Tensor of shape (batch, n_queries, d_out)
+            :math:`\mathrm{MHA}(Q, K)`.
+        """
         q = self._heads(self.query(query))
         k, v = (self._heads(part) for part in self.key_value(key).chunk(2, dim=-1))
         attn_mask = key_padding_mask(key_mask)
@@ -177,6 +215,44 @@ class SelfAttentionLayer(nn.Module):
         Dropout on the attention output.
     attention_dropout : float, default=None
         Dropout on the attention weights (``None``: ``dropout``).
+
+    See Also
+    --------
+    DASALCNet : The network that stacks these layers.
+
+    References
+    ----------
+    R. K. Pasumarthi, H. Zhuang, X. Wang, M. Bendersky and M. Najork. "Permutation
+    Equivariant Document Interaction Network for Neural Learning to Rank." ICTIR 2020.
+
+    Examples
+    --------
+    Two lists of up to five documents, the second with two padded slots. Permuting the
+    documents of a list permutes the outputs (permutation equivariance):
+
+    >>> import torch
+    >>> from sklearn_ltr.nn import SelfAttentionLayer
+    >>> _ = torch.manual_seed(0)
+    >>> layer = SelfAttentionLayer(d_model=8, n_heads=2).eval()
+    >>> x = torch.randn(2, 5, 8)
+    >>> mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    >>> permutation = torch.tensor([4, 2, 0, 1, 3])
+    >>> with torch.no_grad():
+    ...     out = layer(x, mask)
+    ...     permuted = layer(x[:, permutation], mask[:, permutation])
+    >>> out.shape
+    torch.Size([2, 5, 8])
+    >>> torch.allclose(permuted, out[:, permutation], atol=1e-6)
+    True
+
+    Padded documents never change the real documents' outputs:
+
+    >>> x_other = x.clone()
+    >>> x_other[1, 3:] = 100.0
+    >>> with torch.no_grad():
+    ...     out_other = layer(x_other, mask)
+    >>> torch.allclose(out_other[mask], out[mask], atol=1e-6)
+    True
     """
 
     def __init__(self, d_model, n_heads=1, head_size=None, dropout=0.0, attention_dropout=None):
@@ -187,7 +263,20 @@ class SelfAttentionLayer(nn.Module):
         self.norm = nn.LayerNorm(d_model)
 
     def forward(self, x, mask):
-        """``x`` ``[B, L, d]``, ``mask`` ``[B, L]`` -> ``[B, L, d]``."""
+        """Apply the layer to the documents of a padded batch.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (batch, list, d_model)
+            Document representations :math:`H`.
+        mask : torch.Tensor of bool, shape (batch, list)
+            True on real documents (padded ones are masked as keys).
+
+        Returns
+        -------
+        out : torch.Tensor of shape (batch, list, d_model)
+            :math:`H'`; rows of padded documents are computed but meaningless.
+        """
         return self.norm(x + self.dropout(self.attention(x, x, mask)))
 
 
@@ -213,6 +302,45 @@ class MultiheadAttentionBlock(nn.Module):
         Dropout on both sub-layer outputs.
     attention_dropout : float, default=None
         Dropout on the attention weights (``None``: ``dropout``).
+
+    See Also
+    --------
+    InducedAttentionBlock : Two MABs through learned inducing points.
+    SetRankNet : The network that stacks these blocks.
+
+    References
+    ----------
+    J. Lee, Y. Lee, J. Kim, A. Kosiorek, S. Choi and Y. W. Teh. "Set Transformer: A
+    Framework for Attention-based Permutation-Invariant Neural Networks." ICML 2019.
+
+    L. Pang, J. Xu, Q. Ai, Y. Lan, X. Cheng and J.-R. Wen. "SetRank: Learning a
+    Permutation-Invariant Ranking Model for Information Retrieval." SIGIR 2020.
+
+    Examples
+    --------
+    Self-attention over the documents (SetRank's MSAB) is permutation equivariant:
+
+    >>> import torch
+    >>> from sklearn_ltr.nn import MultiheadAttentionBlock
+    >>> _ = torch.manual_seed(0)
+    >>> block = MultiheadAttentionBlock(d_model=8, n_heads=2).eval()
+    >>> x = torch.randn(2, 4, 8)
+    >>> mask = torch.tensor([[True, True, True, True], [True, True, True, False]])
+    >>> permutation = torch.tensor([3, 1, 0, 2])
+    >>> with torch.no_grad():
+    ...     out = block(x, mask)
+    ...     permuted = block(x[:, permutation], mask[:, permutation])
+    >>> out.shape
+    torch.Size([2, 4, 8])
+    >>> torch.allclose(permuted, out[:, permutation], atol=1e-6)
+    True
+
+    With ``key``, the rows of ``x`` attend to another set, :math:`\mathrm{MAB}(X, K)`:
+
+    >>> points = torch.randn(2, 3, 8)
+    >>> with torch.no_grad():
+    ...     block(points, None, key=x, key_mask=mask).shape
+    torch.Size([2, 3, 8])
     """
 
     def __init__(self, d_model, n_heads=1, ff_size=None, dropout=0.0, attention_dropout=None):
@@ -227,7 +355,25 @@ class MultiheadAttentionBlock(nn.Module):
         self.norm2 = nn.LayerNorm(d_model)
 
     def forward(self, x, mask, key=None, key_mask=None):
-        """MAB(x, key) (``key=None``: self-attention MSAB(x) with ``mask`` on the keys)."""
+        r""":math:`\mathrm{MAB}(X, K)`, or the self-attention :math:`\mathrm{MAB}(X, X)` when ``key`` is None.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (batch, n_rows, d_model)
+            The rows :math:`X` that attend (queries of the attention).
+        mask : torch.Tensor of bool, shape (batch, n_rows) or None
+            True on real rows of ``x``; the key mask of the self-attention. Ignored when
+            ``key`` is given.
+        key : torch.Tensor of shape (batch, n_keys, d_model), default=None
+            The set :math:`K` attended to; ``None`` means ``x`` (with ``mask``).
+        key_mask : torch.Tensor of bool, shape (batch, n_keys), default=None
+            True on real rows of ``key``; ``None`` when all are real.
+
+        Returns
+        -------
+        out : torch.Tensor of shape (batch, n_rows, d_model)
+            One output per row of ``x``.
+        """
         if key is None:
             key, key_mask = x, mask
         b = self.norm1(x + self.dropout(self.attention(x, key, key_mask)))
@@ -258,6 +404,52 @@ class InducedAttentionBlock(nn.Module):
         Dropout inside both MABs.
     attention_dropout : float, default=None
         Dropout on the attention weights of both MABs (``None``: ``dropout``).
+
+    Attributes
+    ----------
+    inducing_points : torch.nn.Parameter of shape (n_inducing_points, d_model)
+        The learned inducing points :math:`I`.
+
+    See Also
+    --------
+    MultiheadAttentionBlock : The MAB used twice here.
+
+    References
+    ----------
+    J. Lee, Y. Lee, J. Kim, A. Kosiorek, S. Choi and Y. W. Teh. "Set Transformer: A
+    Framework for Attention-based Permutation-Invariant Neural Networks." ICML 2019.
+
+    L. Pang, J. Xu, Q. Ai, Y. Lan, X. Cheng and J.-R. Wen. "SetRank: Learning a
+    Permutation-Invariant Ranking Model for Information Retrieval." SIGIR 2020.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.nn import InducedAttentionBlock
+    >>> _ = torch.manual_seed(0)
+    >>> block = InducedAttentionBlock(d_model=8, n_heads=2, n_inducing_points=4).eval()
+    >>> block.inducing_points.shape
+    torch.Size([4, 8])
+    >>> x = torch.randn(2, 6, 8)
+    >>> mask = torch.tensor([[True] * 6, [True, True, True, True, False, False]])
+    >>> with torch.no_grad():
+    ...     out = block(x, mask)
+    >>> out.shape
+    torch.Size([2, 6, 8])
+
+    Padding never changes a real document's output, and the block is permutation
+    equivariant:
+
+    >>> x_other = x.clone()
+    >>> x_other[1, 4:] = 100.0
+    >>> permutation = torch.tensor([5, 3, 1, 0, 2, 4])
+    >>> with torch.no_grad():
+    ...     out_other = block(x_other, mask)
+    ...     permuted = block(x[:, permutation], mask[:, permutation])
+    >>> torch.allclose(out_other[mask], out[mask], atol=1e-6)
+    True
+    >>> torch.allclose(permuted, out[:, permutation], atol=1e-6)
+    True
     """
 
     def __init__(self, d_model, n_heads=1, n_inducing_points=20, ff_size=None, dropout=0.0,
@@ -269,7 +461,20 @@ class InducedAttentionBlock(nn.Module):
         self.broadcast = MultiheadAttentionBlock(d_model, n_heads, ff_size, dropout, attention_dropout)
 
     def forward(self, x, mask):
-        """``x`` ``[B, L, d]``, ``mask`` ``[B, L]`` -> ``[B, L, d]``."""
+        r""":math:`\mathrm{IMSAB}_m(X)` of the documents of a padded batch.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (batch, list, d_model)
+            Document representations :math:`X`.
+        mask : torch.Tensor of bool, shape (batch, list)
+            True on real documents (the inducing points attend to these only).
+
+        Returns
+        -------
+        out : torch.Tensor of shape (batch, list, d_model)
+            One output per document.
+        """
         points = self.inducing_points.expand(x.shape[0], -1, -1)
         summary = self.summarise(points, None, key=x, key_mask=mask)
         return self.broadcast(x, None, key=summary, key_mask=None)

@@ -74,15 +74,62 @@ class DASALCNet(nn.Module):
     batch_norm_momentum : float, default=0.1
         PyTorch momentum of the running statistics (TF-Ranking's 0.9 in Keras' convention).
 
+    See Also
+    --------
+    sklearn_ltr.DASALCRanker : The estimator that trains this network.
+    SelfAttentionLayer : One layer of the attention branch.
+
     References
     ----------
-    .. [1] Z. Qin, L. Yan, H. Zhuang, Y. Tay, R. K. Pasumarthi, X. Wang, M. Bendersky and
-       M. Najork. "Are Neural Rankers still Outperformed by Gradient Boosted Decision
-       Trees?" ICLR 2021.
-    .. [2] R. K. Pasumarthi, H. Zhuang, X. Wang, M. Bendersky and M. Najork. "Permutation
-       Equivariant Document Interaction Network for Neural Learning to Rank." ICTIR 2020.
-    .. [3] A. Beutel et al. "Latent Cross: Making Use of Context in Recurrent Recommender
-       Systems." WSDM 2018.
+    Z. Qin, L. Yan, H. Zhuang, Y. Tay, R. K. Pasumarthi, X. Wang, M. Bendersky and
+    M. Najork. "Are Neural Rankers still Outperformed by Gradient Boosted Decision
+    Trees?" ICLR 2021.
+
+    R. K. Pasumarthi, H. Zhuang, X. Wang, M. Bendersky and M. Najork. "Permutation
+    Equivariant Document Interaction Network for Neural Learning to Rank." ICTIR 2020.
+
+    A. Beutel, P. Covington, S. Jain, C. Xu, J. Li, V. Gatto and E. H. Chi. "Latent Cross:
+    Making Use of Context in Recurrent Recommender Systems." WSDM 2018.
+
+    Examples
+    --------
+    Two lists of up to five documents, the second padded from three:
+
+    >>> import torch
+    >>> from sklearn_ltr.nn import DASALCNet
+    >>> _ = torch.manual_seed(0)
+    >>> net = DASALCNet(n_features=4, hidden_size=16, n_attention_layers=1, head_size=8).eval()
+    >>> X = torch.randn(2, 5, 4)
+    >>> mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    >>> with torch.no_grad():
+    ...     scores = net(X, mask)
+    >>> scores.shape
+    torch.Size([2, 5])
+    >>> scores[1, 3:].tolist()  # padding scores 0
+    [0.0, 0.0]
+
+    The scores are permutation equivariant, and padded slots do not change them:
+
+    >>> permutation = torch.tensor([4, 2, 0, 1, 3])
+    >>> X_other = X.clone()
+    >>> X_other[1, 3:] = 100.0
+    >>> with torch.no_grad():
+    ...     permuted = net(X[:, permutation], mask[:, permutation])
+    ...     other = net(X_other, mask)
+    >>> torch.allclose(permuted, scores[:, permutation], atol=1e-5)
+    True
+    >>> torch.allclose(other, scores, atol=1e-5)
+    True
+
+    In training mode the inputs get Gaussian noise (data augmentation), so two passes differ;
+    in evaluation mode (``eval()``, as when ranking) they are deterministic:
+
+    >>> _ = net.train()
+    >>> torch.equal(net(X, mask), net(X, mask))
+    False
+    >>> _ = net.eval()
+    >>> torch.equal(net(X, mask), net(X, mask))
+    True
     """
 
     def __init__(
@@ -113,7 +160,23 @@ class DASALCNet(nn.Module):
         self.output = nn.Sequential(nn.ReLU(), Dropout(dropout), nn.Linear(hidden_size, 1))
 
     def transform_inputs(self, X, mask):
-        r"""The tower's inputs :math:`\tilde x` of the real documents, ``[n_real, n_features]``."""
+        r"""The tower's inputs :math:`\tilde x` of the real documents.
+
+        Symmetric log1p (if ``log1p``), batch normalisation over the real documents, and
+        Gaussian noise in training mode.
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (batch, list, n_features)
+            Padded documents.
+        mask : torch.Tensor of bool, shape (batch, list)
+            True on real documents.
+
+        Returns
+        -------
+        x : torch.Tensor of shape (n_real, n_features)
+            :math:`\tilde x_i` of the real documents, in the row-major order of ``mask``.
+        """
         x = X[mask]
         if self.log1p:
             x = symmetric_log1p(x)
@@ -123,7 +186,22 @@ class DASALCNet(nn.Module):
         return x
 
     def forward(self, X, mask, **unused):
-        """Scores ``[batch, list]`` of documents ``X`` ``[batch, list, features]``; 0 on padding."""
+        """Score the documents of a padded batch, each in the context of its list.
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (batch, list, n_features)
+            Padded documents.
+        mask : torch.Tensor of bool, shape (batch, list)
+            True on real documents.
+        **unused
+            Other per-document inputs of the batch, ignored.
+
+        Returns
+        -------
+        scores : torch.Tensor of shape (batch, list)
+            One score :math:`s_i` per document, 0 on padding.
+        """
         x = self.transform_inputs(X, mask)
         h = self.tower(x)
         if self.attention_input is not None:

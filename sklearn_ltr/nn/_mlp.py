@@ -1,4 +1,13 @@
-"""Feed-forward document scorer (RankNet's network)."""
+"""Feed-forward document scorer (RankNet's network).
+
+Examples
+--------
+>>> from sklearn_ltr.nn import ACTIVATIONS, MLPScorer
+>>> ACTIVATIONS["relu"]
+<class 'torch.nn.modules.activation.ReLU'>
+>>> MLPScorer(n_features=5, hidden_sizes=(8,), activation="gelu").network[1]
+GELU(approximate='none')
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,9 @@ from torch import nn
 
 __all__ = ["ACTIVATIONS", "MLPScorer", "scatter_scores"]
 
+#: Hidden-layer activations by name: the ``activation`` values of :class:`MLPScorer`,
+#: :class:`TwoTowerScorer`, ``RankNetRanker`` and ``TwoTowerDebiasedRanker``. Each value is a
+#: ``torch.nn.Module`` class, instantiated once per hidden layer.
 ACTIVATIONS = {
     "relu": nn.ReLU,
     "gelu": nn.GELU,
@@ -18,7 +30,35 @@ ACTIVATIONS = {
 
 
 def scatter_scores(values, mask):
-    """Lay per-document values (real documents only, row-major) out as ``[batch, list]``, 0 on padding."""
+    """Lay per-document values (real documents only, row-major) out as ``[batch, list]``, 0 on padding.
+
+    The inverse of ``padded[mask]``: every module scores the real documents ``X[mask]``
+    and scatters the scores back with this function, so padded slots hold exactly 0.
+
+    Parameters
+    ----------
+    values : torch.Tensor of shape (n_real,)
+        One value per real document, in the row-major order of ``mask`` (as ``X[mask]``).
+    mask : torch.Tensor of bool, shape (batch, list)
+        True on real documents; ``mask.sum()`` must equal ``n_real``.
+
+    Returns
+    -------
+    scores : torch.Tensor of shape (batch, list)
+        ``values`` at the real documents, 0 on padding, with the dtype and device of ``values``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.nn import scatter_scores
+    >>> mask = torch.tensor([[True, True, False], [True, False, False]])
+    >>> padded = scatter_scores(torch.tensor([1.0, 2.0, 3.0]), mask)
+    >>> padded
+    tensor([[1., 2., 0.],
+            [3., 0., 0.]])
+    >>> padded[mask]
+    tensor([1., 2., 3.])
+    """
     out = torch.zeros(mask.shape, dtype=values.dtype, device=values.device)
     out[mask] = values
     return out
@@ -60,9 +100,42 @@ class MLPScorer(nn.Module):
     batch_norm : bool, default=False
         Batch normalisation before each activation.
 
+    See Also
+    --------
+    sklearn_ltr.RankNetRanker : The estimator that trains this network.
+
     References
     ----------
-    C. Burges et al. "Learning to rank using gradient descent." ICML 2005.
+    C. Burges, T. Shaked, E. Renshaw, A. Lazier, M. Deeds, N. Hamilton and G. Hullender.
+    "Learning to rank using gradient descent." ICML 2005.
+
+    Examples
+    --------
+    A batch of two lists, the second padded from 2 to 4 documents:
+
+    >>> import torch
+    >>> from sklearn_ltr.nn import MLPScorer
+    >>> _ = torch.manual_seed(0)
+    >>> model = MLPScorer(n_features=3, hidden_sizes=(8, 4)).eval()
+    >>> X = torch.randn(2, 4, 3)
+    >>> mask = torch.tensor([[True, True, True, True], [True, True, False, False]])
+    >>> with torch.no_grad():
+    ...     scores = model(X, mask)
+    >>> scores.shape
+    torch.Size([2, 4])
+    >>> scores[1, 2:].tolist()  # padding scores 0
+    [0.0, 0.0]
+
+    Each document is scored on its own: neither padding nor the other documents of its
+    list change its score.
+
+    >>> X_other = X.clone()
+    >>> X_other[1, 2:] = 100.0  # other values in the padded slots
+    >>> X_other[0, 1:] = 0.0  # other documents next to the first one
+    >>> with torch.no_grad():
+    ...     scores_other = model(X_other, mask)
+    >>> torch.equal(scores_other[1], scores[1]), torch.equal(scores_other[0, 0], scores[0, 0])
+    (True, True)
     """
 
     def __init__(self, n_features, hidden_sizes=(64, 32), activation="relu", dropout=0.0, batch_norm=False):
@@ -80,5 +153,20 @@ class MLPScorer(nn.Module):
         self.network = nn.Sequential(*layers)
 
     def forward(self, X, mask, **unused):
-        """Scores ``[batch, list]`` of documents ``X`` ``[batch, list, features]``; 0 on padding."""
+        """Score the documents of a padded batch.
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (batch, list, n_features)
+            Padded documents.
+        mask : torch.Tensor of bool, shape (batch, list)
+            True on real documents.
+        **unused
+            Other per-document inputs of the batch, ignored.
+
+        Returns
+        -------
+        scores : torch.Tensor of shape (batch, list)
+            One score per document, 0 on padding.
+        """
         return scatter_scores(self.network(X[mask]).squeeze(-1), mask)

@@ -60,12 +60,51 @@ class SetRankNet(nn.Module):
     max_rank : int, default=256
         Number :math:`R` of ordinal embeddings.
 
+    See Also
+    --------
+    sklearn_ltr.SetRankRanker : The estimator that trains this network.
+    MultiheadAttentionBlock : The MSAB block.
+    InducedAttentionBlock : The IMSAB block.
+
     References
     ----------
-    .. [1] L. Pang, J. Xu, Q. Ai, Y. Lan, X. Cheng and J.-R. Wen. "SetRank: Learning a
-       Permutation-Invariant Ranking Model for Information Retrieval." SIGIR 2020.
-    .. [2] J. Lee, Y. Lee, J. Kim, A. Kosiorek, S. Choi and Y. W. Teh. "Set Transformer: A
-       Framework for Attention-based Permutation-Invariant Neural Networks." ICML 2019.
+    L. Pang, J. Xu, Q. Ai, Y. Lan, X. Cheng and J.-R. Wen. "SetRank: Learning a
+    Permutation-Invariant Ranking Model for Information Retrieval." SIGIR 2020.
+
+    J. Lee, Y. Lee, J. Kim, A. Kosiorek, S. Choi and Y. W. Teh. "Set Transformer: A
+    Framework for Attention-based Permutation-Invariant Neural Networks." ICML 2019.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.nn import SetRankNet
+    >>> _ = torch.manual_seed(0)
+    >>> net = SetRankNet(n_features=4, d_model=8, n_heads=2, block="imsab", n_inducing_points=3).eval()
+    >>> X = torch.randn(2, 5, 4)
+    >>> mask = torch.tensor([[True] * 5, [True, True, False, False, False]])
+    >>> with torch.no_grad():
+    ...     scores = net(X, mask)
+    >>> scores.shape
+    torch.Size([2, 5])
+    >>> scores[1, 2:].tolist()  # padding scores 0
+    [0.0, 0.0, 0.0]
+
+    Permuting the documents permutes their scores (Proposition 1 of the paper):
+
+    >>> permutation = torch.tensor([4, 2, 0, 1, 3])
+    >>> with torch.no_grad():
+    ...     permuted = net(X[:, permutation], mask[:, permutation])
+    >>> torch.allclose(permuted, scores[:, permutation], atol=1e-5)
+    True
+
+    With ``use_initial_rank=True`` the network also reads the 1-based rank of each
+    document in an initial ranking (SetRank-init):
+
+    >>> net = SetRankNet(n_features=4, d_model=8, n_heads=2, use_initial_rank=True, max_rank=10).eval()
+    >>> initial_rank = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 1.0, 0.0, 0.0, 0.0]])
+    >>> with torch.no_grad():
+    ...     net(X, mask, initial_rank=initial_rank).shape
+    torch.Size([2, 5])
     """
 
     def __init__(
@@ -88,7 +127,26 @@ class SetRankNet(nn.Module):
         self.output = nn.Linear(d_model, 1)
 
     def forward(self, X, mask, initial_rank=None, **unused):
-        """Scores ``[batch, list]``; ``initial_rank`` ``[batch, list]`` holds 1-based ranks (any float dtype)."""
+        """Score the documents of a padded batch, each in the context of its list.
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (batch, list, n_features)
+            Padded documents.
+        mask : torch.Tensor of bool, shape (batch, list)
+            True on real documents.
+        initial_rank : torch.Tensor of shape (batch, list), default=None
+            1-based rank of each document in the initial ranking (any float or integer
+            dtype; values on padding are ignored). Required if and only if the network was
+            built with ``use_initial_rank=True``.
+        **unused
+            Other per-document inputs of the batch, ignored.
+
+        Returns
+        -------
+        scores : torch.Tensor of shape (batch, list)
+            One score per document, 0 on padding.
+        """
         z = self.embed(X)
         if self.rank_embedding is not None:
             if initial_rank is None:

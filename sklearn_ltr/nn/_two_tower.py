@@ -4,6 +4,14 @@ The click logit of a document combines the relevance tower's output :math:`r`
 (document features only) and the observation tower's output :math:`o` (display
 position or other bias features only). Only :math:`r` is used to rank at
 serving time. See :class:`TwoTowerScorer` and :class:`TwoTowerClickLoss`.
+
+Examples
+--------
+>>> from sklearn_ltr.nn import COMBINATIONS, TwoTowerClickLoss
+>>> COMBINATIONS
+('additive', 'multiplicative')
+>>> [TwoTowerClickLoss(combination).combination for combination in COMBINATIONS]
+['additive', 'multiplicative']
 """
 
 from __future__ import annotations
@@ -19,7 +27,10 @@ from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
 __all__ = ["COMBINATIONS", "TwoTowerClickLoss", "TwoTowerOutput", "TwoTowerScorer", "click_log_likelihood",
            "gradient_reversal"]
 
-#: How the two towers' logits make a click probability.
+#: How the two towers' logits :math:`r` and :math:`o` make a click probability: ``"additive"``,
+#: :math:`\sigma(r + o)`, or ``"multiplicative"`` (PAL), :math:`\sigma(r)\,\sigma(o)`. The values of
+#: the ``combination`` parameter of :class:`TwoTowerClickLoss`, :func:`click_log_likelihood` and
+#: ``TwoTowerDebiasedRanker``.
 COMBINATIONS = ("additive", "multiplicative")
 #: Targets the adversarial head regresses the observation logit on.
 REVERSAL_TARGETS = ("relevance", "clicks")
@@ -39,7 +50,40 @@ class _GradientReversal(torch.autograd.Function):
 def gradient_reversal(x, weight=1.0):
     r"""Identity in the forward pass; multiplies the gradient by :math:`-\lambda` (``weight``) going back.
 
-    Ganin and Lempitsky, "Unsupervised Domain Adaptation by Backpropagation", ICML 2015.
+    The gradient reversal layer :math:`\mathrm{GRL}_\lambda` of Ganin and Lempitsky:
+    :math:`\mathrm{GRL}_\lambda(x) = x` and
+    :math:`\partial \mathrm{GRL}_\lambda(x) / \partial x = -\lambda I`. Placed between the
+    observation tower and an adversarial head, it trains the head to predict relevance from
+    the observation logit while pushing the tower to make that impossible.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Input, of any shape.
+    weight : float, default=1.0
+        :math:`\lambda`, the scale of the reversed gradient.
+
+    Returns
+    -------
+    out : torch.Tensor
+        A tensor equal to ``x`` whose gradient is reversed and scaled.
+
+    References
+    ----------
+    Y. Ganin and V. Lempitsky. "Unsupervised Domain Adaptation by Backpropagation."
+    ICML 2015.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.nn import gradient_reversal
+    >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> out = gradient_reversal(x, weight=0.5)
+    >>> torch.equal(out, x)
+    True
+    >>> out.sum().backward()
+    >>> x.grad  # d(sum)/dx would be 1; reversed and scaled by 0.5
+    tensor([-0.5000, -0.5000])
     """
     return _GradientReversal.apply(x, float(weight))
 
@@ -53,7 +97,27 @@ def _mlp(n_inputs, hidden_sizes, activation):
 
 
 class TwoTowerOutput(NamedTuple):
-    """Training-time output of :class:`TwoTowerScorer`, each ``[batch, list]`` (0 on padding)."""
+    """Training-time output of :class:`TwoTowerScorer`, each ``[batch, list]`` (0 on padding).
+
+    Parameters
+    ----------
+    relevance : torch.Tensor of shape (batch, list)
+        Relevance-tower logits :math:`r`.
+    observation : torch.Tensor of shape (batch, list)
+        Observation-tower logits :math:`o` (after observation dropout in training).
+    adversary : torch.Tensor of shape (batch, list) or None
+        Adversarial head's logits :math:`a`; None when the model has no adversarial head.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.nn import TwoTowerOutput
+    >>> output = TwoTowerOutput(torch.zeros(1, 3), torch.ones(1, 3), None)
+    >>> output._fields
+    ('relevance', 'observation', 'adversary')
+    >>> output.observation.shape, output.adversary is None
+    (torch.Size([1, 3]), True)
+    """
 
     relevance: torch.Tensor
     observation: torch.Tensor
@@ -80,8 +144,14 @@ class TwoTowerScorer(nn.Module):
     ----------
     n_features : int
         Document features (input of the relevance tower).
-    hidden_sizes, activation, dropout, batch_norm
-        The relevance tower, as in :class:`~sklearn_ltr.nn.MLPScorer`.
+    hidden_sizes : sequence of int, default=(64, 32)
+        Hidden layers of the relevance tower (an :class:`~sklearn_ltr.nn.MLPScorer`).
+    activation : str, default="relu"
+        Activation of both towers and of the adversarial head, one of :data:`ACTIVATIONS`.
+    dropout : float, default=0.0
+        Dropout after each hidden layer of the relevance tower.
+    batch_norm : bool, default=False
+        Batch normalisation in the relevance tower.
     n_bias_features : int or None, default=None
         Width of 2-D bias features; ``None`` means 1-D display ranks, one-hot encoded.
     max_position : int, default=50
@@ -94,6 +164,45 @@ class TwoTowerScorer(nn.Module):
         :math:`\lambda`; 0 builds no adversarial head.
     adversary_hidden_sizes : sequence of int, default=(16,)
         Hidden layers of the adversarial head.
+
+    See Also
+    --------
+    TwoTowerClickLoss : The training loss of this model.
+    sklearn_ltr.TwoTowerDebiasedRanker : The estimator that trains it.
+
+    References
+    ----------
+    H. Guo, J. Yu, Q. Liu, R. Tang and Y. Zhang. "PAL: a Position-bias Aware Learning
+    Framework for CTR Prediction in Live Recommender Systems." RecSys 2019.
+
+    Y. Zhang, L. Yan, Z. Qin, H. Zhuang, J. Shen, X. Wang, M. Bendersky and M. Najork.
+    "Towards Disentangling Relevance and Bias in Unbiased Learning to Rank." KDD 2023.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.nn import TwoTowerScorer
+    >>> _ = torch.manual_seed(0)
+    >>> model = TwoTowerScorer(n_features=3, hidden_sizes=(8,), max_position=5, gradient_reversal=0.5)
+    >>> X = torch.randn(2, 4, 3)
+    >>> mask = torch.tensor([[True, True, True, True], [True, True, True, False]])
+    >>> positions = torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 0.0]])
+
+    With positions (training) the model returns the logits of both towers and of the
+    adversarial head; without them (ranking), the relevance logits alone:
+
+    >>> output = model(X, mask, positions=positions)
+    >>> output.relevance.shape, output.observation.shape, output.adversary.shape
+    (torch.Size([2, 4]), torch.Size([2, 4]), torch.Size([2, 4]))
+    >>> torch.equal(model(X, mask), output.relevance)
+    True
+
+    Positions beyond ``max_position`` share its logit:
+
+    >>> with torch.no_grad():
+    ...     logits = model.observation_logits(torch.tensor([1.0, 5.0, 9.0]))
+    >>> logits.shape, bool(logits[1] == logits[2])
+    (torch.Size([3]), True)
     """
 
     def __init__(self, n_features, hidden_sizes=(64, 32), activation="relu", dropout=0.0, batch_norm=False, *,
@@ -110,7 +219,19 @@ class TwoTowerScorer(nn.Module):
         self.adversary = _mlp(1, adversary_hidden_sizes, activation) if self.gradient_reversal > 0 else None
 
     def observation_logits(self, positions):
-        """Observation logits :math:`o` of rows of ``positions`` (``[n]`` ranks or ``[n, d]`` bias features)."""
+        """Observation logits :math:`o` of rows of positions or bias features.
+
+        Parameters
+        ----------
+        positions : torch.Tensor of shape (n,) or (n, n_bias_features)
+            1-based display ranks (1-D model: rounded, clipped to ``1 .. max_position``) or
+            bias features (2-D model).
+
+        Returns
+        -------
+        logits : torch.Tensor of shape (n,)
+            :math:`o` of each row, before observation dropout.
+        """
         if self.n_bias_features is None:
             index = positions.round().long().clamp(1, self.max_position) - 1
             features = F.one_hot(index, self.max_position).to(self.observation[0].weight.dtype)
@@ -119,7 +240,25 @@ class TwoTowerScorer(nn.Module):
         return self.observation(features).squeeze(-1)
 
     def forward(self, X, mask, positions=None, **unused):
-        """Relevance scores ``[batch, list]``, or a :class:`TwoTowerOutput` when ``positions`` is given."""
+        """Relevance scores, or the output of every tower when ``positions`` is given.
+
+        Parameters
+        ----------
+        X : torch.Tensor of shape (batch, list, n_features)
+            Padded documents.
+        mask : torch.Tensor of bool, shape (batch, list)
+            True on real documents.
+        positions : torch.Tensor of shape (batch, list) or (batch, list, n_bias_features), default=None
+            Display ranks or bias features of the documents; values on padding are ignored.
+        **unused
+            Other per-document inputs of the batch, ignored.
+
+        Returns
+        -------
+        output : torch.Tensor of shape (batch, list) or TwoTowerOutput
+            Without ``positions``, the relevance logits :math:`r` (0 on padding); with them, a
+            :class:`TwoTowerOutput`.
+        """
         relevance = self.relevance(X, mask)
         if positions is None:
             return relevance
@@ -135,6 +274,8 @@ class TwoTowerScorer(nn.Module):
 def click_log_likelihood(relevance, observation, clicks, combination="additive"):
     r"""Per-document log-likelihood of the clicks under a two-tower click model.
 
+    The log-likelihood of a click :math:`c \in \{0, 1\}` is :math:`c \log P(c=1) + (1 - c) \log P(c=0)`, where
+
     - ``"additive"``: :math:`P(c=1) = \sigma(r + o)`;
     - ``"multiplicative"`` (PAL, Guo et al., 2019): :math:`P(c=1) = \sigma(r)\,\sigma(o)`, with
 
@@ -146,7 +287,48 @@ def click_log_likelihood(relevance, observation, clicks, combination="additive")
       computed with ``logsumexp`` and ``logsigmoid``: finite for every finite :math:`r, o`, even where
       :math:`P(c=1)` rounds to 1 (where ``log1p(-exp(log p))`` would give ``-inf``).
 
-    Returns :math:`c \log P(c=1) + (1 - c) \log P(c=0)`, the shape of the inputs.
+    Parameters
+    ----------
+    relevance : torch.Tensor
+        Relevance logits :math:`r`.
+    observation : torch.Tensor
+        Observation logits :math:`o`, broadcastable with ``relevance``.
+    clicks : torch.Tensor
+        Clicks :math:`c`, 1 (clicked) or 0, broadcastable with ``relevance``.
+    combination : {"additive", "multiplicative"}, default="additive"
+        How :math:`r` and :math:`o` make the click probability (see :data:`COMBINATIONS`).
+
+    Returns
+    -------
+    log_likelihood : torch.Tensor
+        :math:`c \log P(c=1) + (1 - c) \log P(c=0)`, elementwise, the broadcast shape of the
+        inputs.
+
+    References
+    ----------
+    H. Guo, J. Yu, Q. Liu, R. Tang and Y. Zhang. "PAL: a Position-bias Aware Learning
+    Framework for CTR Prediction in Live Recommender Systems." RecSys 2019.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.nn import click_log_likelihood
+    >>> r, o = torch.tensor([0.5, -1.0]), torch.tensor([1.0, 2.0])
+    >>> clicks = torch.tensor([1.0, 0.0])
+    >>> additive = click_log_likelihood(r, o, clicks, "additive")
+    >>> p = torch.sigmoid(r + o)
+    >>> torch.allclose(additive, torch.log(torch.where(clicks == 1, p, 1 - p)))
+    True
+    >>> multiplicative = click_log_likelihood(r, o, clicks, "multiplicative")
+    >>> p = torch.sigmoid(r) * torch.sigmoid(o)
+    >>> torch.allclose(multiplicative, torch.log(torch.where(clicks == 1, p, 1 - p)))
+    True
+
+    A non-click stays finite where :math:`P(c=1)` rounds to 1 in float32
+    (:math:`\log P(c=0) \approx \log 2 - 40`):
+
+    >>> click_log_likelihood(torch.tensor([40.0]), torch.tensor([40.0]), torch.tensor([0.0]), "multiplicative")
+    tensor([-39.3069])
     """
     if combination == "additive":
         logit = relevance + observation
@@ -180,6 +362,42 @@ class TwoTowerClickLoss(nn.Module):
     :class:`TwoTowerScorer` makes the observation tower maximise it (scaled by :math:`\lambda`).
     A plain tensor ``output`` (no observation tower) is read as :math:`o = 0` (additive) and gives
     the sigmoid cross-entropy of :func:`sklearn_ltr.losses.sigmoid_cross_entropy`.
+
+    Parameters
+    ----------
+    combination : {"additive", "multiplicative"}, default="additive"
+        How the two towers make the click probability (see :func:`click_log_likelihood`).
+    reversal_target : {"relevance", "clicks"}, default="relevance"
+        Target :math:`t_i` of the adversarial head: the detached :math:`\sigma(r_i)` or the
+        click.
+
+    See Also
+    --------
+    TwoTowerScorer : The model whose output this loss reads.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.nn import TwoTowerClickLoss, TwoTowerScorer
+    >>> from sklearn_ltr.losses import sigmoid_cross_entropy
+    >>> _ = torch.manual_seed(0)
+    >>> model = TwoTowerScorer(n_features=3, hidden_sizes=(8,), max_position=5)
+    >>> X = torch.randn(2, 4, 3)
+    >>> mask = torch.tensor([[True, True, True, True], [True, True, True, False]])
+    >>> positions = torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 0.0]])
+    >>> clicks = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0]])
+    >>> loss = TwoTowerClickLoss(combination="multiplicative")(model(X, mask, positions=positions), clicks, mask)
+    >>> loss.shape, bool(loss > 0)
+    (torch.Size([]), True)
+    >>> loss.backward()  # trains both towers
+    >>> model.observation[0].weight.grad.shape
+    torch.Size([1, 5])
+
+    Relevance scores alone give the sigmoid cross-entropy:
+
+    >>> scores = torch.randn(2, 4)
+    >>> torch.allclose(TwoTowerClickLoss()(scores, clicks, mask), sigmoid_cross_entropy(scores, clicks, mask))
+    True
     """
 
     def __init__(self, combination="additive", reversal_target="relevance"):
@@ -188,6 +406,22 @@ class TwoTowerClickLoss(nn.Module):
         self.reversal_target = reversal_target
 
     def forward(self, output, clicks, mask):
+        r"""Mean loss over the queries of a batch.
+
+        Parameters
+        ----------
+        output : TwoTowerOutput or torch.Tensor of shape (batch, list)
+            The model's training output, or relevance logits alone (read as :math:`o = 0`).
+        clicks : torch.Tensor of shape (batch, list)
+            1 where a document was clicked, else 0; values on padding are ignored.
+        mask : torch.Tensor of bool, shape (batch, list)
+            True on real documents.
+
+        Returns
+        -------
+        loss : torch.Tensor of shape ()
+            :math:`\mathcal{L}`, averaged over the documents of each query, then over queries.
+        """
         if isinstance(output, torch.Tensor):
             output = TwoTowerOutput(output, torch.zeros_like(output), None)
             combination = "additive"

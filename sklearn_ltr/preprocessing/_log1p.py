@@ -67,10 +67,10 @@ class Log1pTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     n_features_in_ : int
-        Number of features seen during :term:`fit`.
+        Number of features seen during ``fit``.
 
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during :term:`fit`. Defined only when `X`
+        Names of features seen during ``fit``. Defined only when `X`
         has feature names that are all strings.
 
     See Also
@@ -81,7 +81,7 @@ class Log1pTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Notes
     -----
     - The inverse is :math:`f^{-1}(y) = \operatorname{sign}(y) \, (e^{|y|} - 1)`,
-      computed with ``expm1`` (see :meth:`inverse_transform`).
+      computed with ``expm1`` (see ``inverse_transform``).
     - Sparse input (CSR or CSC; other formats are converted to CSR) stays sparse:
       :math:`f(0) = 0`, so only the stored values are transformed.
     - ``NaN`` passes through unchanged. Infinite values are rejected with a
@@ -108,6 +108,14 @@ class Log1pTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
            [ 1.    ,  4.6052]])
     >>> np.allclose(transformer.inverse_transform(transformer.transform(X)), X)
     True
+
+    Sparse input stays sparse, with the same stored entries:
+
+    >>> import scipy.sparse as sp
+    >>> X_sparse = sp.csr_matrix(X)
+    >>> X_new = transformer.transform(X_sparse)
+    >>> X_new.format, X_new.nnz == X_sparse.nnz
+    ('csr', True)
     """
 
     def __init__(self, *, copy=True):

@@ -74,7 +74,7 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
     .. math:: s_i = \frac{1}{M} \sum_{m=1}^{M} \nu_q\big(f_m(x)\big)_i
 
     with :math:`\nu_q` the identity (``normalize=None``, the paper's plain average),
-    a per-query z-score or a per-query rank (see :func:`normalize_scores`). Seed ensembles
+    a per-query z-score or a per-query rank (see ``normalize``). Seed ensembles
     of neural rankers reduce the variance between training runs; the DASALC paper reports
     DASALC-ens, an ensemble of DASALC models, on top of single DASALC models.
 
@@ -92,9 +92,13 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
         Number of members :math:`M`.
     normalize : {None, "zscore", "rank"}, default=None
         Per-query normalisation of each member's scores before averaging. ``None``
-        averages raw scores (the paper); ``"zscore"`` removes differences of per-query
-        scale between members; ``"rank"`` averages ranks (Borda). The last two need
-        ``groups`` in ``predict``.
+        averages raw scores (the paper). ``"zscore"`` removes differences of per-query
+        scale between members: :math:`(s_i - \mu_q) / \sigma_q` with the query's mean and
+        population standard deviation (0 when all its scores are equal). ``"rank"``
+        averages ranks (a Borda count): :math:`1 - (r_i - 1) / (n_q - 1)` with :math:`r_i`
+        the 1-based descending rank in the query of :math:`n_q` rows (ties share their
+        average rank; a one-document query gets 0.5). The last two need ``groups`` in
+        ``predict``.
     random_state : int, RandomState instance or None, default=None
         Draws the members' seeds: the same value gives the same ensemble.
 
@@ -107,6 +111,10 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
     n_features_in_ : int
         Number of features seen in ``fit``.
 
+    See Also
+    --------
+    DASALCRanker : The default member.
+
     Notes
     -----
     Metadata routing: the ensemble requests ``groups`` for itself and routes to its
@@ -114,15 +122,38 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
     routing, ``groups`` and any extra keyword argument of ``fit``/``predict`` are passed
     to every member as given.
 
+    References
+    ----------
+    Z. Qin, L. Yan, H. Zhuang, Y. Tay, R. K. Pasumarthi, X. Wang, M. Bendersky and
+    M. Najork. "Are Neural Rankers still Outperformed by Gradient Boosted Decision
+    Trees?" ICLR 2021.
+
     Examples
     --------
-    >>> from sklearn_ltr.rankers import LambdaMARTRanker, RankingEnsemble
+    Three LambdaMART models with bagging, whose per-query ranks are averaged. DASALC-ens is
+    ``RankingEnsemble(DASALCRanker(...))``; LambdaMART keeps the example fast:
+
+    >>> import numpy as np
+    >>> from sklearn_ltr import LambdaMARTRanker, RankingEnsemble
     >>> from sklearn_ltr.datasets import make_ranking
-    >>> X, y, qid = make_ranking(n_queries=30, n_features=5, random_state=0)
-    >>> base = LambdaMARTRanker(n_estimators=10, subsample=0.8, subsample_freq=1)
-    >>> ensemble = RankingEnsemble(base, n_estimators=3, random_state=0).fit(X, y, groups=qid)
-    >>> len(ensemble.estimators_), ensemble.predict(X, groups=qid).shape == y.shape
+    >>> from sklearn_ltr.metrics import ndcg_score
+    >>> X, y, qid = make_ranking(n_queries=60, n_features=10, random_state=0)
+    >>> train, test = qid < 40, qid >= 40
+    >>> base = LambdaMARTRanker(n_estimators=20, subsample=0.8, subsample_freq=1, n_jobs=1)
+    >>> ensemble = RankingEnsemble(base, n_estimators=3, normalize="rank", random_state=0)
+    >>> ensemble = ensemble.fit(X[train], y[train], groups=qid[train])
+    >>> len(ensemble.estimators_), [m.random_state for m in ensemble.estimators_] == ensemble.seeds_.tolist()
     (3, True)
+
+    ``normalize="rank"`` ranks within each query, so ``predict`` needs ``groups``. Each
+    member's normalised scores lie in [0, 1], and so does their mean:
+
+    >>> scores = ensemble.predict(X[test], groups=qid[test])
+    >>> bool(scores.min() >= 0 and scores.max() <= 1)
+    True
+    >>> chance = ndcg_score(y[test], np.random.default_rng(0).random(len(scores)), qid[test], k=10)
+    >>> ndcg_score(y[test], scores, qid[test], k=10) > chance + 0.1
+    True
     """
 
     def __init__(self, estimator=None, n_estimators=5, *, normalize=None, random_state=None):
@@ -139,7 +170,13 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
         return self.estimator
 
     def get_metadata_routing(self):
-        """Routing: ``groups`` for the ensemble itself, and the members' own requests."""
+        """Routing: ``groups`` for the ensemble itself, and the members' own requests.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+            The ensemble's own requests and those of ``estimator``.
+        """
         mapping = (
             MethodMapping().add(caller="fit", callee="fit").add(caller="predict", callee="predict")
             .add(caller="score", callee="predict")
@@ -171,6 +208,7 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
         Returns
         -------
         self : object
+            The fitted ensemble.
         """
         if not (isinstance(self.n_estimators, numbers.Integral) and not isinstance(self.n_estimators, bool)
                 and self.n_estimators >= 1):
@@ -210,6 +248,7 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
         Returns
         -------
         scores : ndarray of shape (n_samples,)
+            Mean score of the members, in input row order; higher ranks first.
         """
         check_is_fitted(self)
         params = self._member_params("predict", groups, predict_params)
@@ -220,7 +259,30 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
         return np.mean(scores, axis=0)
 
     def score(self, X, y, groups=None, sample_weight=None, **predict_params):
-        """Mean NDCG@10 over the queries of ``X`` (see :meth:`RankerMixin.score`)."""
+        """Mean NDCG@10 over the queries of ``X``.
+
+        The conventions of :meth:`sklearn_ltr.base.RankerMixin.score` (LightGBM's NDCG),
+        with the scores of :meth:`predict`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to rank.
+        y : array-like of shape (n_samples,)
+            Graded relevance labels.
+        groups : array-like of shape (n_samples,), default=None
+            Query id of each row; ``None`` scores all rows as one query, with a warning.
+        sample_weight : None
+            Not supported: must be ``None`` (in the signature for ``Pipeline.score``
+            under metadata routing).
+        **predict_params
+            Further arguments of the members' ``predict``.
+
+        Returns
+        -------
+        score : float
+            Mean NDCG@10 over queries.
+        """
         from sklearn_ltr.metrics import ndcg_score
 
         if sample_weight is not None:

@@ -28,7 +28,19 @@ _RESERVED = ("objective", "group", "query", "early_stopping_round", "eval_at", "
 
 
 class LambdaMARTRanker(BaseRanker):
-    """LambdaMART ranker: LightGBM's ``LGBMRanker`` with ``objective="lambdarank"``.
+    r"""LambdaMART ranker: LightGBM's ``LGBMRanker`` with ``objective="lambdarank"``.
+
+    LambdaMART (Burges, 2010) boosts regression trees on the LambdaRank gradients: for
+    each pair of documents :math:`i, j` of a query with :math:`y_i > y_j` and scores
+    :math:`s_i, s_j`,
+
+    .. math::
+        \lambda_{ij} = \frac{-\sigma\,|\Delta \mathrm{NDCG}_{ij}|}{1 + e^{\sigma (s_i - s_j)}},
+        \qquad \lambda_i = \sum_{j: y_i > y_j} \lambda_{ij} - \sum_{j: y_j > y_i} \lambda_{ji},
+
+    the RankNet gradient weighted by the change of NDCG that swapping the two documents
+    would cause (:math:`\sigma` is LightGBM's ``sigmoid`` parameter, 1 by default); each
+    tree fits the :math:`\lambda_i` by Newton steps.
 
     Rows may come in any order: ``fit`` stable-sorts them by ``groups``, hands the
     run lengths to LightGBM as ``group`` and trains exactly the model a
@@ -83,14 +95,14 @@ class LambdaMARTRanker(BaseRanker):
         values follow joblib's convention.
     verbose : int, default=-1
         LightGBM's verbosity; ``-1`` silences it.
-    client : distributed.Client, default=None
-        Cluster that trains on Dask input (``lightgbm.dask.DaskLGBMRanker``);
-        ``None`` uses the active client. Ignored for in-memory input.
     lgbm_params : dict, default=None
         Any other LightGBM parameter (``max_bin``, ``min_split_gain``,
         ``lambdarank_norm``, ``deterministic``, ...), passed verbatim. Names (or
         LightGBM aliases) of this estimator's own parameters are refused, as are
         ``objective``, ``eval_at`` and ``early_stopping_round``.
+    client : distributed.Client, default=None
+        Cluster that trains on Dask input (``lightgbm.dask.DaskLGBMRanker``);
+        ``None`` uses the active client. Ignored for in-memory input.
 
     Attributes
     ----------
@@ -104,17 +116,24 @@ class LambdaMARTRanker(BaseRanker):
         1-based round with the best validation score when early stopping ran,
         else ``None``.
     n_estimators_ : int
-        Number of boosting rounds actually run.
+        Number of trees in the fitted model. After early stopping LightGBM keeps the
+        trees up to the best round only, so this is ``best_iteration_``; the number of
+        rounds run is the length of each list in ``evals_result_``.
     evals_result_ : dict
         ``{eval_name: {"ndcg@k": [value per round]}}`` for each ``eval_set``.
     n_features_in_ : int
         Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when ``X`` was a DataFrame with string column names.
+    dask_info_ : dict
+        Only after a fit on Dask input: whether the rows were shuffled to gather the
+        queries (``"shuffled"``), ``"n_partitions"``, ``"n_queries"``, ``"n_samples"``, and
+        the seconds spent arranging and training.
 
     See Also
     --------
     lightgbm.LGBMRanker : The wrapped estimator, which needs rows sorted by query.
+    RankingEnsemble : Average of rankers trained with different seeds.
 
     Notes
     -----
@@ -126,18 +145,75 @@ class LambdaMARTRanker(BaseRanker):
     ``search.best_estimator_.predict(X, groups=qid)`` (a pointwise model such as
     this one also scores correctly without ``groups``).
 
+    References
+    ----------
+    C. J. C. Burges. "From RankNet to LambdaRank to LambdaMART: An Overview."
+    Microsoft Research Technical Report MSR-TR-2010-82, 2010.
+
+    G. Ke, Q. Meng, T. Finley, T. Wang, W. Chen, W. Ma, Q. Ye and T.-Y. Liu. "LightGBM: A
+    Highly Efficient Gradient Boosting Decision Tree." NeurIPS 2017.
+
     Examples
     --------
+    ``groups`` holds the query id of each row; rows of a query need not be contiguous
+    (``shuffle=True`` interleaves the queries). ``n_jobs=1`` because the data are tiny:
+
     >>> import numpy as np
-    >>> from sklearn_ltr.rankers import LambdaMARTRanker
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(200, 4))
-    >>> y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 1)
-    >>> qid = rng.integers(0, 20, size=200)  # 20 queries, rows interleaved
-    >>> ranker = LambdaMARTRanker(n_estimators=20, min_child_samples=5, random_state=0)
-    >>> ranker.fit(X, y, groups=qid).predict(X).shape
-    (200,)
-    >>> ranker.score(X, y, groups=qid) > 0.9
+    >>> from sklearn_ltr import LambdaMARTRanker
+    >>> from sklearn_ltr.datasets import make_ranking
+    >>> from sklearn_ltr.metrics import ndcg_score
+    >>> X, y, qid = make_ranking(n_queries=60, n_features=10, shuffle=True, random_state=0)
+    >>> train, test = qid < 40, qid >= 40
+    >>> ranker = LambdaMARTRanker(n_estimators=20, n_jobs=1, random_state=0)
+    >>> ranker = ranker.fit(X[train], y[train], groups=qid[train])
+    >>> scores = ranker.predict(X[test])  # one score per row, in input order
+    >>> scores.shape == y[test].shape, ranker.feature_importances_.shape
+    (True, (10,))
+    >>> chance = ndcg_score(y[test], np.random.default_rng(0).random(len(scores)), qid[test], k=10)
+    >>> ndcg_score(y[test], scores, qid[test], k=10) > chance + 0.1
+    True
+
+    Early stopping on validation queries, which bring their own query ids:
+
+    >>> stopped = LambdaMARTRanker(n_estimators=500, early_stopping_rounds=5, n_jobs=1, random_state=0)
+    >>> stopped = stopped.fit(X[train], y[train], groups=qid[train], eval_set=[(X[test], y[test], qid[test])])
+    >>> sorted(stopped.evals_result_["valid_0"])
+    ['ndcg@1', 'ndcg@10', 'ndcg@3', 'ndcg@5']
+    >>> rounds_run = len(stopped.evals_result_["valid_0"]["ndcg@10"])
+    >>> stopped.best_iteration_ < rounds_run < 500
+    True
+    >>> stopped.n_estimators_ == stopped.best_iteration_  # the trees kept
+    True
+
+    Model selection with scikit-learn's metadata routing: the same ``groups`` reach
+    ``GroupKFold``, every ``fit`` and the scorer, which ranks each test fold by query.
+    ``GridSearchCV.predict`` takes no ``groups``; the best estimator's ``predict`` does:
+
+    >>> import sklearn
+    >>> from sklearn.model_selection import GridSearchCV, GroupKFold
+    >>> from sklearn_ltr import ndcg_scorer
+    >>> with sklearn.config_context(enable_metadata_routing=True):
+    ...     search = GridSearchCV(LambdaMARTRanker(n_estimators=20, n_jobs=1, random_state=0),
+    ...                           {"num_leaves": [4, 16]}, cv=GroupKFold(n_splits=3), scoring=ndcg_scorer)
+    ...     search = search.fit(X[train], y[train], groups=qid[train])
+    >>> search.best_params_["num_leaves"] in (4, 16), bool(search.best_score_ > chance)
+    (True, True)
+    >>> search.best_estimator_.predict(X[test], groups=qid[test]).shape == y[test].shape
+    True
+
+    On a Dask cluster (``pip install sklearn-ltr[dask]``) the same estimator trains with
+    LightGBM's distributed learner when ``X``, ``y`` and ``groups`` are Dask collections;
+    the rows of a query may lie in different partitions. This part needs a running
+    cluster, so it is not run as a test:
+
+    >>> import dask.array as da  # doctest: +SKIP
+    >>> from distributed import Client, LocalCluster  # doctest: +SKIP
+    >>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
+    >>> Xd, yd, qd = (da.from_array(a, chunks=500) for a in (X, y, qid))  # doctest: +SKIP
+    >>> distributed_ranker = LambdaMARTRanker(n_estimators=20).fit(Xd, yd, groups=qd)  # doctest: +SKIP
+    >>> distributed_ranker.predict(Xd).compute().shape == y.shape  # a lazy Dask array  # doctest: +SKIP
+    True
+    >>> distributed_ranker.to_local().predict(X).shape == y.shape  # for serving  # doctest: +SKIP
     True
     """
 
@@ -280,6 +356,7 @@ class LambdaMARTRanker(BaseRanker):
         Returns
         -------
         self : LambdaMARTRanker
+            The fitted ranker.
         """
         if _dask.is_dask_collection(X):  # Dask array / DataFrame: train on the cluster
             return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
@@ -358,7 +435,13 @@ class LambdaMARTRanker(BaseRanker):
         return self.model_.predict(_as_spmatrix(X))
 
     def to_local(self):
-        """A plain single-machine copy (``client=None``, same booster and predictions), e.g. for serving."""
+        """A plain single-machine copy (``client=None``, same booster and predictions), e.g. for serving.
+
+        Returns
+        -------
+        ranker : LambdaMARTRanker
+            A fitted copy with ``client=None``, which needs no Dask cluster.
+        """
         return _dask.to_local(self)
 
 

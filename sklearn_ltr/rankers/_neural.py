@@ -149,6 +149,7 @@ class NeuralRanker(BaseRanker):
         Returns
         -------
         self : object
+            The fitted ranker.
         """
         return self._fit(X, y, groups)
 
@@ -187,6 +188,7 @@ class NeuralRanker(BaseRanker):
         Returns
         -------
         scores : ndarray of shape (n_samples,)
+            One score per row, in input order; higher ranks first.
         """
         return self._predict(X, groups)
 

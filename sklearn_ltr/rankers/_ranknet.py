@@ -13,14 +13,15 @@ __all__ = ["RankNetRanker"]
 class RankNetRanker(NeuralRanker):
     r"""RankNet: a multi-layer perceptron scoring each document, trained with a ranking loss.
 
-    The network :math:`f` scores each document on its own. With the default
-    RankNet loss (Burges et al., 2005), for every pair of documents of a query
+    The network :math:`f` scores each document on its own, :math:`s_i = f(x_i)`. With the
+    default RankNet loss (Burges et al., 2005), for every pair of documents of a query
     with :math:`S_{ij} = \operatorname{sign}(y_i - y_j)`,
 
     .. math::
         C_{ij} = \tfrac{1}{2}(1 - S_{ij})\,\sigma(s_i - s_j) + \log\left(1 + e^{-\sigma (s_i - s_j)}\right),
 
-    averaged over the pairs of each query and over queries. Any loss of
+    with :math:`\sigma` a scale (the loss's ``sigma`` option, 1 by default), not the
+    logistic function; averaged over the pairs of each query and over queries. Any loss of
     :mod:`sklearn_ltr.losses` can replace it (``loss="softmax"``, ``"lambdarank"``, ...).
 
     Training runs on padded, length-bucketed batches of whole queries through
@@ -87,6 +88,12 @@ class RankNetRanker(NeuralRanker):
     n_features_in_ : int
         Number of features seen in ``fit``.
 
+    See Also
+    --------
+    LambdaMARTRanker : Gradient-boosted trees with the LambdaRank objective.
+    DASALCRanker : A neural ranker that also sees the other documents of the list.
+    sklearn_ltr.nn.MLPScorer : The torch network.
+
     References
     ----------
     C. Burges, T. Shaked, E. Renshaw, A. Lazier, M. Deeds, N. Hamilton and G.
@@ -94,11 +101,38 @@ class RankNetRanker(NeuralRanker):
 
     Examples
     --------
+    ``groups`` holds the query id of each row; rows of a query need not be contiguous
+    (``shuffle=True`` interleaves the queries):
+
+    >>> import numpy as np
     >>> from sklearn_ltr import RankNetRanker
     >>> from sklearn_ltr.datasets import make_ranking
-    >>> X, y, qid = make_ranking(n_queries=40, n_features=10, random_state=0)
-    >>> ranker = RankNetRanker(max_epochs=3, random_state=0).fit(X, y, groups=qid)
-    >>> ranker.predict(X).shape == y.shape
+    >>> from sklearn_ltr.metrics import ndcg_score
+    >>> X, y, qid = make_ranking(n_queries=60, n_features=10, shuffle=True, random_state=0)
+    >>> train, test = qid < 40, qid >= 40
+    >>> ranker = RankNetRanker(hidden_sizes=(16,), lr=1e-2, max_epochs=5, random_state=0)
+    >>> ranker = ranker.fit(X[train], y[train], groups=qid[train])
+    >>> ranker.n_iter_
+    5
+
+    ``predict`` returns one score per row, in input order; a pointwise scorer needs no
+    ``groups`` to score. The test queries' NDCG@10 beats random scores':
+
+    >>> scores = ranker.predict(X[test])
+    >>> scores.shape == y[test].shape
+    True
+    >>> ndcg = ndcg_score(y[test], scores, qid[test], k=10)
+    >>> chance = ndcg_score(y[test], np.random.default_rng(0).random(len(scores)), qid[test], k=10)
+    >>> ndcg > chance + 0.05
+    True
+    >>> ranker.score(X[test], y[test], groups=qid[test]) == ndcg  # score is the mean NDCG@10
+    True
+
+    Any loss of :mod:`sklearn_ltr.losses` trains the same network, e.g. ListNet's softmax
+    cross-entropy:
+
+    >>> listnet = RankNetRanker(hidden_sizes=(16,), loss="softmax", lr=1e-2, max_epochs=5, random_state=0)
+    >>> listnet.fit(X[train], y[train], groups=qid[train]).predict(X[test]).shape == y[test].shape
     True
     """
 

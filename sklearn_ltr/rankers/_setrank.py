@@ -143,20 +143,47 @@ class SetRankRanker(NeuralRanker):
 
     References
     ----------
-    .. [1] L. Pang, J. Xu, Q. Ai, Y. Lan, X. Cheng and J.-R. Wen. "SetRank: Learning a
-       Permutation-Invariant Ranking Model for Information Retrieval." SIGIR 2020.
-    .. [2] J. Lee, Y. Lee, J. Kim, A. Kosiorek, S. Choi and Y. W. Teh. "Set Transformer."
-       ICML 2019.
-    .. [3] Q. Ai, K. Bi, J. Guo and W. B. Croft. "Learning a Deep Listwise Context Model
-       for Ranking Refinement." SIGIR 2018.
+    L. Pang, J. Xu, Q. Ai, Y. Lan, X. Cheng and J.-R. Wen. "SetRank: Learning a
+    Permutation-Invariant Ranking Model for Information Retrieval." SIGIR 2020.
+
+    J. Lee, Y. Lee, J. Kim, A. Kosiorek, S. Choi and Y. W. Teh. "Set Transformer: A
+    Framework for Attention-based Permutation-Invariant Neural Networks." ICML 2019.
+
+    Q. Ai, K. Bi, J. Guo and W. B. Croft. "Learning a Deep Listwise Context Model for
+    Ranking Refinement." SIGIR 2018.
 
     Examples
     --------
-    >>> from sklearn_ltr.rankers import SetRankRanker
+    >>> import numpy as np
+    >>> from sklearn_ltr import SetRankRanker
     >>> from sklearn_ltr.datasets import make_ranking
-    >>> X, y, qid = make_ranking(n_queries=40, n_features=10, random_state=0)
-    >>> ranker = SetRankRanker(d_model=16, n_blocks=1, max_epochs=2, random_state=0).fit(X, y, groups=qid)
-    >>> ranker.predict(X, groups=qid).shape == y.shape
+    >>> from sklearn_ltr.metrics import ndcg_score
+    >>> X, y, qid = make_ranking(n_queries=60, n_features=10, random_state=0)
+    >>> train, test = qid < 40, qid >= 40
+    >>> ranker = SetRankRanker(d_model=16, n_blocks=1, lr=1e-2, max_epochs=5, random_state=0)
+    >>> ranker = ranker.fit(X[train], y[train], groups=qid[train])
+
+    Each document is scored in the context of its query, so ``predict`` needs ``groups``:
+
+    >>> scores = ranker.predict(X[test], groups=qid[test])
+    >>> scores.shape == y[test].shape
+    True
+    >>> chance = ndcg_score(y[test], np.random.default_rng(0).random(len(scores)), qid[test], k=10)
+    >>> ndcg_score(y[test], scores, qid[test], k=10) > chance + 0.05
+    True
+
+    SetRank-init: the 1-based rank of each row in an initial ranking of its query (here by
+    feature 0, as a first-stage ranker such as BM25 would give) is passed to ``fit``,
+    ``predict`` and ``score``:
+
+    >>> by_feature = np.lexsort((-X[:, 0], qid))  # by query, then by feature 0, descending
+    >>> initial_rank = np.empty(len(qid), dtype=np.int64)
+    >>> initial_rank[by_feature] = np.arange(len(qid)) - np.searchsorted(qid[by_feature], qid[by_feature]) + 1
+    >>> init = SetRankRanker(d_model=16, n_blocks=1, lr=1e-2, max_epochs=5, random_state=0)
+    >>> init = init.fit(X[train], y[train], groups=qid[train], initial_rank=initial_rank[train])
+    >>> init.uses_initial_rank_
+    True
+    >>> init.predict(X[test], groups=qid[test], initial_rank=initial_rank[test]).shape == y[test].shape
     True
     """
 
@@ -264,6 +291,7 @@ class SetRankRanker(NeuralRanker):
         Returns
         -------
         self : object
+            The fitted ranker.
         """
         ranks = _check_initial_rank(initial_rank, _num_samples(X))
         self.uses_initial_rank_ = ranks is not None
@@ -286,12 +314,36 @@ class SetRankRanker(NeuralRanker):
         Returns
         -------
         scores : ndarray of shape (n_samples,)
+            One score per row, in input order; higher ranks first.
         """
         extras = self._rank_extras(X, initial_rank)
         return self._predict(X, groups, **extras)
 
     def score(self, X, y, groups=None, sample_weight=None, initial_rank=None):
-        """Mean NDCG@10 over the queries of ``X``; see :meth:`RankerMixin.score` and :meth:`predict`."""
+        """Mean NDCG@10 over the queries of ``X``.
+
+        The conventions of :meth:`sklearn_ltr.base.RankerMixin.score` (LightGBM's NDCG),
+        with the scores of :meth:`predict`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to rank.
+        y : array-like of shape (n_samples,)
+            Graded relevance labels.
+        groups : array-like of shape (n_samples,), default=None
+            Query id of each row; ``None`` scores all rows as one query, with a warning.
+        sample_weight : None
+            Not supported: must be ``None`` (in the signature for ``Pipeline.score``
+            under metadata routing).
+        initial_rank : array-like of shape (n_samples,), default=None
+            Initial 1-based ranks; required if and only if ``fit`` received them.
+
+        Returns
+        -------
+        score : float
+            Mean NDCG@10 over queries.
+        """
         if sample_weight is not None:
             raise ValueError(
                 f"{type(self).__name__}.score does not support sample_weight; NDCG averages "

@@ -25,6 +25,22 @@ class MissingPositionsWarning(UserWarning):
     The observation tower then learns nothing and the model is a single tower trained on
     clicks. Inside a ``Pipeline`` or a search, ``positions`` reaches the ranker only with
     ``sklearn.set_config(enable_metadata_routing=True)``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_ltr import MissingPositionsWarning, TwoTowerDebiasedRanker
+    >>> from sklearn_ltr.datasets import make_ranking, simulate_clicks
+    >>> X, y, qid = make_ranking(n_queries=10, n_features=4, random_state=0)
+    >>> positions, clicks = simulate_clicks(y, qid, random_state=0)
+    >>> ranker = TwoTowerDebiasedRanker(hidden_sizes=(4,), max_epochs=1, random_state=0)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     ranker = ranker.fit(X, clicks, groups=qid)  # positions forgotten
+    >>> any(issubclass(w.category, MissingPositionsWarning) for w in caught)
+    True
+    >>> issubclass(MissingPositionsWarning, UserWarning)
+    True
     """
 
 
@@ -132,11 +148,39 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         position has its own logit, which Adam moves by about the learning rate per step: on a
         small click log, a larger ``observation_lr`` (e.g. ``10 * lr``) lets the curve converge
         without overfitting the relevance tower.
-    lr, optimizer, weight_decay, max_epochs, batch_size, max_list_length, validation_fraction, \
-early_stopping, n_iter_no_change, device, random_state, callbacks, verbose
-        As in :class:`~sklearn_ltr.RankNetRanker` (defaults ``lr=1e-3``, ``optimizer="adam"``,
-        ``max_epochs=20``, ``batch_size=32`` queries). ``valid_ndcg@10`` and early stopping
-        measure the relevance tower's NDCG@10 on the held-out queries' *clicks*.
+    lr : float, default=1e-3
+        Learning rate (of the relevance tower, and of the observation tower unless
+        ``observation_lr`` is set).
+    optimizer : {"adam", "adamw", "sgd"} or torch optimizer class, default="adam"
+        Optimiser.
+    weight_decay : float, default=0.0
+        L2 penalty of the optimiser.
+    max_epochs : int, default=20
+        Passes over the training queries (sessions).
+    batch_size : int, default=32
+        Queries (sessions) per batch.
+    max_list_length : int, default=None
+        Training lists longer than this are subsampled, keeping clicked documents first;
+        prediction always scores whole lists.
+    validation_fraction : float, default=None
+        Share of training queries held out to log ``valid_ndcg@10`` in ``history_`` each
+        epoch: the relevance tower's NDCG@10 on the held-out queries' *clicks*. ``None``
+        holds out nothing (0.1 when ``early_stopping`` is on).
+    early_stopping : bool, default=False
+        Stop when the validation NDCG@10 (on clicks) has not improved for
+        ``n_iter_no_change`` epochs and restore the best epoch's weights.
+    n_iter_no_change : int, default=5
+        Patience of early stopping, in epochs.
+    device : {"auto", "cpu", "cuda"}, default="auto"
+        ``"auto"`` trains on CUDA when available (bf16 autocast), else CPU.
+        A model trained on CUDA pickles and loads on a CPU-only machine.
+    random_state : int, RandomState instance or None, default=None
+        Seeds weights, dropout, shuffling, subsampling and the validation
+        split: the same seed gives the same predictions on CPU.
+    callbacks : list of skorch callbacks, default=None
+        Extra skorch callbacks (e.g. ``LRScheduler``, ``Checkpoint``); copied at fit time.
+    verbose : int, default=0
+        0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.
 
     Attributes
     ----------
@@ -149,28 +193,71 @@ early_stopping, n_iter_no_change, device, random_state, callbacks, verbose
         :math:`o_p` for ``p = 1 .. max_position`` (1-D positions only).
     n_bias_features_ : int or None
         Columns of 2-D bias features seen in ``fit``; None for 1-D positions.
-    net_, history_, n_iter_, device_, n_features_in_
-        As in :class:`~sklearn_ltr.RankNetRanker`.
+    net_ : skorch.NeuralNet
+        The trained skorch net (its ``module_`` is the :class:`~sklearn_ltr.nn.TwoTowerScorer`).
+    history_ : skorch.History
+        Per-epoch training loss, validation loss and ``valid_ndcg@10``.
+    n_iter_ : int
+        Epochs run.
+    device_ : str
+        Device the model was trained on.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    RankNetRanker : The single tower; ``loss="sigmoid_ce"`` trains it on clicks.
+    sklearn_ltr.datasets.simulate_clicks : Position-biased clicks for experiments.
 
     References
     ----------
     T. Joachims, A. Swaminathan and T. Schnabel. "Unbiased Learning-to-Rank with Biased
     Feedback." WSDM 2017.
+
     X. Wang, N. Golbandi, M. Bendersky, D. Metzler and M. Najork. "Position Bias
     Estimation for Unbiased Learning to Rank in Personal Search." WSDM 2018.
+
     H. Guo, J. Yu, Q. Liu, R. Tang and Y. Zhang. "PAL: a Position-bias Aware Learning
     Framework for CTR Prediction in Live Recommender Systems." RecSys 2019.
+
     Y. Zhang, L. Yan, Z. Qin, H. Zhuang, J. Shen, X. Wang, M. Bendersky and M. Najork.
     "Towards Disentangling Relevance and Bias in Unbiased Learning to Rank." KDD 2023.
 
     Examples
     --------
+    One result page per training query, shown by a logging ranker of quality ``w=0.6``;
+    a document at position :math:`p` is examined with probability :math:`1/p`:
+
+    >>> import numpy as np
     >>> from sklearn_ltr import TwoTowerDebiasedRanker
     >>> from sklearn_ltr.datasets import make_ranking, simulate_clicks
-    >>> X, y, qid = make_ranking(n_queries=40, n_features=10, random_state=0)
-    >>> positions, clicks = simulate_clicks(y, qid, w=1.0, y_max=4, random_state=0)
-    >>> ranker = TwoTowerDebiasedRanker(max_epochs=2, random_state=0)
-    >>> ranker.fit(X, clicks, groups=qid, positions=positions).predict(X).shape == y.shape
+    >>> from sklearn_ltr.metrics import ndcg_score
+    >>> X, y, qid = make_ranking(n_queries=150, n_features=10, random_state=0)
+    >>> train, test = qid < 100, qid >= 100
+    >>> positions, clicks = simulate_clicks(y[train], qid[train], w=0.6, y_max=4, random_state=0)
+
+    ``positions`` (one display rank per row) feeds the observation tower only:
+
+    >>> ranker = TwoTowerDebiasedRanker(hidden_sizes=(16,), combination="multiplicative", max_position=10,
+    ...                                 lr=1e-2, observation_lr=1e-1, max_epochs=5, random_state=0)
+    >>> ranker = ranker.fit(X[train], clicks, groups=qid[train], positions=positions)
+
+    Ranking uses the relevance tower alone, with no position. Judged by the true labels
+    of the test queries, it beats random scores:
+
+    >>> scores = ranker.predict(X[test])
+    >>> scores.shape == y[test].shape
+    True
+    >>> chance = ndcg_score(y[test], np.random.default_rng(0).random(len(scores)), qid[test], k=10)
+    >>> ndcg_score(y[test], scores, qid[test], k=10) > chance
+    True
+
+    The learned examination propensity falls with the position:
+
+    >>> curve = ranker.observation_curve_
+    >>> curve.shape, bool(curve[0] > 2 * curve[4])
+    ((10,), True)
+    >>> np.allclose(ranker.observation_logit([1, 2, 3]), ranker.observation_logits_[:3])
     True
     """
 
@@ -270,6 +357,7 @@ early_stopping, n_iter_no_change, device, random_state, callbacks, verbose
         Returns
         -------
         self : object
+            The fitted ranker.
         """
         X, y, query_groups = self._validate_fit_data(X, y, groups)
         clicks = _check_clicks(y)
@@ -299,10 +387,13 @@ early_stopping, n_iter_no_change, device, random_state, callbacks, verbose
         Parameters
         ----------
         positions : array-like of shape (n_samples,) or (n_samples, n_bias_features)
+            1-based display ranks (positions beyond ``max_position`` share its logit), or
+            rows of bias features, of the kind given to ``fit``.
 
         Returns
         -------
         logits : ndarray of shape (n_samples,)
+            The observation logit :math:`o` of each row.
         """
         check_is_fitted(self)
         positions = np.asarray(positions.to_numpy() if hasattr(positions, "to_numpy") else positions)
@@ -330,5 +421,6 @@ early_stopping, n_iter_no_change, device, random_state, callbacks, verbose
         Returns
         -------
         scores : ndarray of shape (n_samples,)
+            Relevance logit :math:`r` of each row, in input order; higher ranks first.
         """
         return self._predict(X, groups)
