@@ -1,0 +1,38 @@
+"""The command line: ``python -m sklearn_ltr`` and the console script ``sklearn-ltr``.
+
+Commands (``sklearn-ltr COMMAND --help`` lists every option):
+
+``demo [--quick] [--queries N] [--seed S] [--data DIR] [--no-progress]``
+    Train the five rankers (and random and Ridge baselines) on embedded synthetic data, or
+    on a LETOR fold directory, and print a table of test NDCG@1/5/10, MAP@10 and fit time.
+    The two-tower model trains on clicks simulated from the training labels.
+``train --model NAME --train FILE [--valid FILE] [--param KEY=VALUE ...] --out MODEL``
+    Train a ranker (``lambdamart``, ``ranknet``, ``dasalc``, ``setrank`` or ``two-tower``)
+    on an SVMlight/LETOR or LightGBM file (format detected) and save it as a joblib file;
+    ``--valid`` for early stopping and a validation NDCG@10. The two-tower model trains on
+    clicks: labels 0/1 with positions from the file order or ``--positions FILE``, or
+    ``--simulate-clicks N`` sessions per query simulated from graded labels.
+``predict --model MODEL --data FILE --out SCORES``
+    One score per row of ``FILE``, in file order (``--out -``: standard output).
+``evaluate (--model MODEL | --scores FILE) --data FILE [--metrics ndcg@10,map@10,...] [--json]``
+    Ranking metrics over the queries of a labelled file.
+
+User errors (missing or malformed files, unknown parameters, rejected values, feature
+mismatches) print one ``sklearn-ltr: error: ...`` line and exit with status 2.
+
+The modules: ``_main`` (parser, :func:`main`), ``_commands`` (train, predict, evaluate),
+``_demo``, ``_models`` (the rankers' defaults and training with validation), ``_clicks``
+(two-tower click logs), ``_files`` (data formats, ``--param``, saved models, scores),
+``_metrics`` (``--metrics``), ``_progress`` (tqdm bars) and ``_errors``.
+
+Examples
+--------
+>>> from sklearn_ltr.cli import main
+>>> main(["--version"])  # doctest: +ELLIPSIS
+sklearn-ltr ...
+0
+"""
+
+from sklearn_ltr.cli._main import main
+
+__all__ = ["main"]

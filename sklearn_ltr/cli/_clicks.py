@@ -1,0 +1,76 @@
+"""Training data of the two-tower model: a click log, read from a file or simulated from graded labels.
+
+:class:`~sklearn_ltr.TwoTowerDebiasedRanker` learns relevance from clicks (labels 0/1) and the
+display position of every row. ``train --model two-tower`` takes them in one of three ways:
+
+1. A click log in the data file (labels 0/1), each query's rows in the order they were shown:
+   the position of a row is its 1-based rank within its query in file order.
+2. The same with ``--positions FILE``: one 1-based display rank per data row.
+3. ``--simulate-clicks N`` on graded labels: every query is shown ``N`` times (sessions) by a
+   logging ranker of quality ``--logging-quality`` and clicked under a position-based model
+   (:func:`sklearn_ltr.datasets.simulate_clicks`: examination ``1 / position``, click noise 0.1);
+   each session becomes its own list. For experiments: the model then trains on clicks only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sklearn_ltr.cli._errors import CLIError
+from sklearn_ltr.cli._files import read_rows_of_numbers
+
+__all__ = ["ClickLog", "click_log"]
+
+
+class ClickLog:
+    """Rows, clicks, display positions and list (session) ids the two-tower model trains on."""
+
+    def __init__(self, X, clicks, groups, positions, description):
+        self.X, self.y, self.groups, self.positions = X, clicks, groups, positions
+        self.description = description
+
+
+def simulate_sessions(X, y, groups, *, sessions, w=1.0, random_state=None):
+    """``sessions`` simulated result pages of every query: a :class:`ClickLog` with one list per session."""
+    from sklearn_ltr._groups import QueryGroups
+    from sklearn_ltr.datasets import simulate_clicks
+
+    rng = np.random.default_rng(random_state)
+    codes = QueryGroups(groups).codes.astype(np.int64)
+    parts = [simulate_clicks(y, groups, w=w, random_state=rng) for _ in range(sessions)]
+    positions = np.concatenate([p for p, _ in parts])
+    clicks = np.concatenate([c for _, c in parts])
+    session_ids = np.concatenate([codes * sessions + s for s in range(sessions)])
+    return ClickLog(np.tile(X, (sessions, 1)), clicks, session_ids, positions,
+                    f"{sessions} simulated sessions per query (logging quality w={w:g}, examination 1/position): "
+                    f"{len(clicks):,} impressions, {int(clicks.sum()):,} clicks")
+
+
+def click_log(data, *, positions_path=None, simulate=None, w=1.0, random_state=None):
+    """The :class:`ClickLog` of ``train --model two-tower`` from a :class:`~sklearn_ltr.cli._files.RankingFile`."""
+    from sklearn_ltr._groups import QueryGroups
+
+    if simulate is not None:
+        if positions_path is not None:
+            raise CLIError("--positions and --simulate-clicks exclude each other: simulated sessions come with "
+                           "their own positions.")
+        if not np.array_equal(data.y, np.round(data.y)) or data.y.min() < 0:
+            raise CLIError(f"--simulate-clicks needs whole-number relevance grades 0, 1, 2, ... in {data.path!r}.")
+        return simulate_sessions(data.X, data.y.astype(np.int64), data.groups, sessions=simulate, w=w,
+                                 random_state=random_state)
+    labels = np.unique(data.y)
+    if not np.isin(labels, (0, 1)).all():
+        shown = ", ".join(f"{v:g}" for v in labels[:6]) + (", ..." if len(labels) > 6 else "")
+        raise CLIError(
+            f"two-tower trains on clicks (labels 0 and 1), but {data.path!r} has labels {shown}. To simulate "
+            f"clicks from these relevance grades, add --simulate-clicks N (N sessions per query, e.g. 10); for a "
+            f"real click log, write 1 for a clicked row and 0 for a shown, unclicked one."
+        )
+    if positions_path is not None:
+        positions = read_rows_of_numbers(positions_path, len(data.y), what="positions file", integer=True)
+        source = f"positions from {positions_path!r}"
+    else:
+        positions = QueryGroups(data.groups).positions + 1
+        source = "positions = rank of each row within its query in file order"
+    return ClickLog(data.X, data.y, data.groups, positions,
+                    f"click log: {len(data.y):,} impressions, {int(data.y.sum()):,} clicks; {source}")

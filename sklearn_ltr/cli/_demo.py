@@ -1,0 +1,194 @@
+"""``sklearn-ltr demo``: train every ranker on one data set and print a table of test metrics.
+
+The data is embedded synthetic web-search-like data (:func:`sklearn_ltr.datasets.make_ranking`,
+40 features, graded labels 0-4), split by query into 60% training, 15% validation and 25%
+test queries; or, with ``--data DIR``, a LETOR fold (``train.txt``, ``vali.txt``,
+``test.txt``; ``vali.txt`` optional; SVMlight/LETOR or LightGBM format).
+
+Every model trains on the training queries, is early-stopped on the validation queries
+where it supports it (the same rules as ``train --valid``), and is scored on the test
+queries: NDCG@1/5/10 and MAP@10. The rows:
+
+- random scores and pointwise Ridge regression on the labels (``Log1pTransformer``,
+  ``StandardScaler``, ``Ridge``): the floor any ranker must beat;
+- the five rankers, trained as ``sklearn-ltr train`` trains them (same default preprocessing),
+  with settings chosen to finish quickly on a laptop CPU;
+- ``TwoTowerDebiasedRanker`` trains on **clicks**, not labels: every training query is shown
+  several times by a logging ranker and clicked under a position-based model
+  (:func:`sklearn_ltr.datasets.simulate_clicks`, examination ``1 / position``); it is scored
+  on the true test labels like the others, beside ``RankNetRanker`` trained on the same clicks
+  without positions (a single tower, not debiased).
+
+The table goes to standard output; progress bars (or, without them, one line per model) to
+standard error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+
+import numpy as np
+
+from sklearn_ltr.cli import _progress
+from sklearn_ltr.cli._clicks import simulate_sessions
+from sklearn_ltr.cli._errors import CLIError
+from sklearn_ltr.cli._files import RankingFile, read_ranking
+from sklearn_ltr.cli._models import MODELS, fit_model
+
+__all__ = ["demo_models", "run_demo"]
+
+#: Default number of synthetic queries (full run and ``--quick``).
+N_QUERIES, N_QUERIES_QUICK = 600, 150
+#: Simulated sessions (result pages) per training query for the click-trained models.
+SESSIONS, SESSIONS_QUICK = 8, 4
+_COLUMNS = ("NDCG@1", "NDCG@5", "NDCG@10", "MAP@10")
+
+
+def demo_models(quick=False):
+    """``[(row label, --model name, ranker parameters, trains on clicks)]`` of the demo."""
+    epochs = 8 if quick else 30
+    neural = {"max_epochs": epochs, "n_iter_no_change": 5, "device": "cpu"}
+    tower = {"hidden_sizes": (64, 32), "lr": 2e-3, **neural}
+    return [
+        ("LambdaMARTRanker", "lambdamart",
+         {"n_estimators": 100 if quick else 300, "learning_rate": 0.05, "num_leaves": 15}, False),
+        ("RankNetRanker", "ranknet", tower, False),
+        ("DASALCRanker", "dasalc", {"hidden_size": 128, "n_attention_layers": 1, "n_heads": 2, "head_size": 32,
+                                    "dropout": 0.2, "noise_std": 0.5, "attention_dropout": 0.0, **neural}, False),
+        ("SetRankRanker", "setrank", {"d_model": 64, "n_heads": 2, "n_blocks": 2, "dropout": 0.1,
+                                      "attention_dropout": 0.0, **neural}, False),
+        ("RankNetRanker on clicks (not debiased)", "ranknet", {**tower, "loss": "sigmoid_ce"}, True),
+        ("TwoTowerDebiasedRanker on clicks", "two-tower",
+         {**tower, "combination": "multiplicative", "observation_lr": 2e-2}, True),
+    ]
+
+
+def _split_synthetic(n_queries, seed):
+    from sklearn_ltr.datasets import make_ranking
+
+    X, y, groups = make_ranking(n_queries=n_queries, n_features=40, random_state=seed)
+    queries = np.random.default_rng(seed).permutation(np.unique(groups))
+    n_test, n_valid = max(1, round(0.25 * n_queries)), max(1, round(0.15 * n_queries))
+    parts = {"test": queries[:n_test], "vali": queries[n_test:n_test + n_valid], "train": queries[n_test + n_valid:]}
+    files = {name: RankingFile(f"synthetic {name}", "synthetic", *(a[np.isin(groups, q)] for a in (X, y, groups)))
+             for name, q in parts.items()}
+    description = (f"{n_queries} synthetic queries (make_ranking, seed {seed}), {len(y):,} documents, "
+                   f"{X.shape[1]} features, labels 0-4; queries split {len(parts['train'])} train / "
+                   f"{len(parts['vali'])} validation / {len(parts['test'])} test")
+    return files["train"], files["vali"], files["test"], description
+
+
+def _read_fold(data_dir):
+    if not os.path.isdir(data_dir):
+        raise CLIError(f"--data {data_dir!r} is not a directory; give a LETOR fold directory holding "
+                       f"train.txt, test.txt and optionally vali.txt.")
+    missing = [name for name in ("train.txt", "test.txt") if not os.path.isfile(os.path.join(data_dir, name))]
+    if missing:
+        raise CLIError(f"--data {data_dir!r} lacks {' and '.join(missing)}; a LETOR fold directory holds "
+                       f"train.txt, test.txt and optionally vali.txt.")
+    train, test = (read_ranking(os.path.join(data_dir, f"{name}.txt")) for name in ("train", "test"))
+    vali_path = os.path.join(data_dir, "vali.txt")
+    vali = read_ranking(vali_path) if os.path.isfile(vali_path) else None
+    n_features = max(part.X.shape[1] for part in (train, vali, test) if part is not None)
+    for part in (train, vali, test):
+        if part is not None and part.X.shape[1] < n_features:
+            part.X = np.hstack([part.X, np.zeros((part.X.shape[0], n_features - part.X.shape[1]))])
+    parts = ", ".join(f"{name} {p.n_queries} queries / {len(p.y):,} rows" for name, p in
+                      (("train", train), ("validation", vali), ("test", test)) if p is not None)
+    labels = "-".join(f"{v:g}" for v in (train.y.min(), train.y.max()))
+    return train, vali, test, f"LETOR fold {data_dir}: {n_features} features, labels {labels}; {parts}"
+
+
+def _metrics(test, scores):
+    from sklearn_ltr.metrics import average_precision_score, ndcg_score
+
+    y, groups = test.y, test.groups
+    return (*(ndcg_score(y, scores, groups, k=k) for k in (1, 5, 10)), average_precision_score(y, scores, groups, k=10))
+
+
+def _ridge(train, test):
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ltr import Log1pTransformer
+
+    start = time.perf_counter()
+    model = make_pipeline(Log1pTransformer(), StandardScaler(), Ridge()).fit(train.X, train.y)
+    return model.predict(test.X), time.perf_counter() - start
+
+
+def _print_table(rows, out):
+    width = max(len("model"), *(len(row[0]) for row in rows))
+    header = f"{'model':<{width}}  " + "  ".join(f"{c:>7}" for c in _COLUMNS) + f"  {'fit (s)':>7}"
+    print(header, file=out)
+    print("-" * len(header), file=out)
+    for name, values, seconds in rows:
+        print(f"{name:<{width}}  " + "  ".join(f"{v:>7.4f}" for v in values) + f"  {seconds:>7.1f}", file=out)
+
+
+def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=None, threads=None, out=None):
+    """Train the demo's models and print the table; returns ``[(row label, metrics, fit seconds)]``.
+
+    Parameters
+    ----------
+    data_dir : str, default=None
+        LETOR fold directory; None uses synthetic data.
+    n_queries : int, default=None
+        Synthetic queries (600, or 150 with ``quick``).
+    quick : bool, default=False
+        Fewer queries, epochs, trees and click sessions: a smoke run.
+    seed : int, default=0
+        Seed of the data, its split, the click simulation and the models.
+    progress : bool or None, default=None
+        Progress bars on standard error; None shows them when it is a terminal.
+    threads : int, default=None
+        LightGBM's ``n_jobs`` (torch's threads are set by the caller).
+    out : file, default=None
+        Where the table goes; None is standard output.
+    """
+    out = sys.stdout if out is None else out
+    if data_dir is not None:
+        if n_queries is not None:
+            raise CLIError("--queries sets the size of the synthetic data; it does not apply with --data.")
+        train, vali, test, description = _read_fold(data_dir)
+    else:
+        n_queries = n_queries or (N_QUERIES_QUICK if quick else N_QUERIES)
+        if n_queries < 8:
+            raise CLIError(f"--queries must be at least 8 (a quarter is held out for testing); got {n_queries}.")
+        train, vali, test, description = _split_synthetic(n_queries, seed)
+    sessions = SESSIONS_QUICK if quick else SESSIONS
+    print(f"sklearn_ltr demo: {description}.", file=out, flush=True)
+    show = _progress.progress_wanted(progress)
+    models = demo_models(quick)
+    rows = [("random scores", _metrics(test, np.random.default_rng(seed).normal(size=len(test.y))), 0.0)]
+    overall = _progress.bar(total=len(models) + 1, desc="demo", enabled=show, unit="model")
+    scores, seconds = _ridge(train, test)
+    rows.append(("Ridge regression on labels (pointwise)", _metrics(test, scores), seconds))
+    overall.update()
+    clicks = None
+    for label, name, params, on_clicks in models:
+        if on_clicks and clicks is None:
+            clicks = simulate_sessions(train.X, train.y.astype(np.int64), train.groups, sessions=sessions,
+                                       random_state=seed)
+        overall.set_postfix_str(label, refresh=True)
+        estimator, report = fit_model(MODELS[name], params, clicks if on_clicks else train, vali, seed=seed,
+                                      threads=threads, progress=show, desc=label)
+        values = _metrics(test, estimator.predict(test.X, groups=test.groups))
+        rows.append((label, values, report["fit_seconds"]))
+        if not show:
+            print(f"  {label}: {report['fit_seconds']:.1f} s, test NDCG@10 {values[2]:.4f}", file=sys.stderr,
+                  flush=True)
+        overall.update()
+    overall.close()
+    print(file=out)
+    _print_table(rows, out)
+    notes = (f"Metrics of the test queries (higher is better); fit time in seconds"
+             f"{', with early stopping on the validation queries' if vali is not None else ''}. The two models "
+             f"'on clicks' never see a label: they train on {clicks.description}, simulated from the training "
+             f"labels, and are scored on the true test labels like the others.")
+    print("\n" + textwrap.fill(notes, width=100), file=out)
+    return rows

@@ -1,0 +1,346 @@
+"""Files of the command line: ranking data, display positions, ``--param`` values, saved models and scores.
+
+Ranking data comes in two text formats, one document per line (see :mod:`sklearn_ltr.datasets`):
+
+- SVMlight / LETOR: ``<label> qid:<id> <index>:<value> ... [# comment]``;
+- LightGBM: ``<label> <index>:<value> ...`` with the rows of each query contiguous, and the
+  number of rows of each query, one integer per line, in a sidecar file ``FILE.query``.
+
+``--format auto`` reads the first data line (blank and ``#`` lines skipped): a ``qid:`` field
+means SVMlight/LETOR, none means LightGBM. ``.gz`` and ``.bz2`` files are read as well.
+
+A saved model is a joblib file holding a dict: the fitted estimator (a ranker, or a
+``Pipeline`` of preprocessing steps and a ranker) plus what ``predict`` needs and what a
+reader wants to know: the model name, the number of features, whether predictions need
+query ids, the ``sklearn_ltr`` version, the parameters and the training file.
+Loading unpickles it: load only model files you trust.
+"""
+
+from __future__ import annotations
+
+import ast
+import bz2
+import difflib
+import gzip
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from sklearn_ltr.cli._errors import CLIError
+
+__all__ = [
+    "FORMATS",
+    "RankingFile",
+    "align_features",
+    "check_output_path",
+    "detect_format",
+    "load_model",
+    "parse_params",
+    "read_ranking",
+    "read_rows_of_numbers",
+    "save_model",
+    "write_scores",
+]
+
+#: File formats of ``--format`` (besides ``auto``).
+FORMATS = ("svmlight", "lightgbm")
+_FORMAT_NAMES = {"svmlight": "SVMlight/LETOR", "lightgbm": "LightGBM"}
+
+#: ``format`` entry of a saved model, and its layout version.
+MODEL_FORMAT, MODEL_FORMAT_VERSION = "sklearn-ltr model", 1
+
+#: ``--param`` words read as Python constants whatever their case (shells and config files spell them so).
+_CONSTANTS = {"true": True, "false": False, "none": None, "null": None}
+
+
+@dataclass
+class RankingFile:
+    """The rows of a ranking data file, in file order."""
+
+    path: str
+    format: str
+    X: np.ndarray
+    y: np.ndarray
+    #: Query id of each row; None for a LightGBM file read without its ``.query`` file.
+    groups: np.ndarray | None
+
+    @property
+    def n_queries(self):
+        return 0 if self.groups is None else len(np.unique(self.groups))
+
+    def describe(self):
+        queries = "queries unknown" if self.groups is None else f"{self.n_queries:,} queries"
+        return f"{self.path}: {len(self.y):,} rows, {queries}, {self.X.shape[1]} features"
+
+
+def _open_text(path):
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(os.path.splitext(path)[1].lower(), open)
+    return opener(path, "rt", encoding="utf-8", errors="replace")
+
+
+def check_input(path, what="data file"):
+    """Raise :class:`CLIError` unless ``path`` is a readable file."""
+    if not os.path.exists(path):
+        raise CLIError(f"{what} {path!r} does not exist.")
+    if os.path.isdir(path):
+        raise CLIError(f"{what} {path!r} is a directory, not a file.")
+
+
+def check_output_path(path, what="output file"):
+    """Fail before a long computation when ``path`` cannot be written (``-`` is standard output)."""
+    if path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CLIError(f"{what} {path!r} is a directory; give a file name.")
+    if not os.path.isdir(folder):
+        raise CLIError(f"cannot write {what} {path!r}: folder {folder!r} does not exist.")
+
+
+def _data_lines(path):
+    """``(line_number, fields)`` of the lines that hold data (comments and blank lines skipped)."""
+    with _open_text(path) as f:
+        for number, line in enumerate(f, 1):
+            fields = line.split("#", 1)[0].split()
+            if fields:
+                yield number, fields
+
+
+def detect_format(path):
+    """``"svmlight"`` if the first data line of ``path`` has a ``qid:`` field, else ``"lightgbm"``."""
+    check_input(path)
+    for _, fields in _data_lines(path):
+        return "svmlight" if any(field.startswith("qid:") for field in fields[1:]) else "lightgbm"
+    raise CLIError(f"data file {path!r} holds no data rows (only blank or '#' comment lines).")
+
+
+def _short(text, limit=30):
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _bad_field(fields):
+    """Why a data line's fields are not ``<label> [qid:<id>] <index>:<value> ...``, or None."""
+    try:
+        float(fields[0])
+    except ValueError:
+        return f"the label {_short(fields[0])} is not a number"
+    for field in fields[1:]:
+        key, sep, value = field.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            if key == "qid":
+                int(value)
+            elif int(key) < 0:
+                raise ValueError
+            else:
+                float(value)
+        except ValueError:
+            return f"{_short(field)} is not '<index>:<value>' (or 'qid:<integer>')"
+    return None
+
+
+def _parse_error(path, fmt, err):
+    """A message naming the first line of ``path`` that does not parse, else the reader's own reason."""
+    try:
+        for number, fields in _data_lines(path):
+            reason = _bad_field(fields)
+            if reason:
+                return f"cannot read {path!r} as {_FORMAT_NAMES[fmt]} data: line {number}: {reason}."
+    except OSError as os_err:
+        return f"cannot read {path!r}: {os_err.strerror or os_err}."
+    message = str(err).rstrip(".") + "."  # the library's messages name the file
+    return message if path in message else f"cannot read {path!r}: {message}"
+
+
+def read_ranking(path, fmt="auto", *, require_groups=True):
+    """Read a ranking data file into a :class:`RankingFile` (dense features, file row order).
+
+    Parameters
+    ----------
+    path : str
+        SVMlight/LETOR or LightGBM file.
+    fmt : {"auto", "svmlight", "lightgbm"}, default="auto"
+        Format; ``auto`` looks for ``qid:`` on the first data line.
+    require_groups : bool, default=True
+        Whether a LightGBM file needs its ``.query`` file. False reads one without it
+        (``groups=None``): enough to score rows with a pointwise model.
+    """
+    from sklearn.datasets import load_svmlight_file
+
+    from sklearn_ltr.datasets import load_lightgbm_ranking, load_svmlight_ranking
+
+    detected = detect_format(path)
+    if fmt == "auto":
+        fmt = detected
+    elif fmt == "svmlight" and detected == "lightgbm":
+        raise CLIError(f"{path!r} has no 'qid:' query ids on its first data line, so it is not SVMlight/LETOR "
+                       f"data; for LightGBM data (query sizes in {path + '.query'!r}) use --format lightgbm or auto.")
+    query_path = path + ".query"
+    try:
+        if fmt == "svmlight":
+            X, y, groups = load_svmlight_ranking(path)
+        elif os.path.exists(query_path) or require_groups:
+            if not os.path.exists(query_path):
+                if detected == "lightgbm":
+                    why, fix = "has no 'qid:' query ids, so it", f"put 'qid:<id>' on every line of {path!r}"
+                else:
+                    why, fix = "(--format lightgbm)", "use --format auto to read its 'qid:' query ids"
+                raise CLIError(f"{path!r} {why} is read as LightGBM data, whose query sizes (one row count per "
+                               f"line) belong in {query_path!r}: that file does not exist. Write it, or {fix}.")
+            X, y, groups = load_lightgbm_ranking(path)
+        else:
+            X, y = load_svmlight_file(path, zero_based="auto")
+            X, groups = X.toarray(), None
+    except CLIError:
+        raise
+    except (ValueError, OSError) as err:
+        raise CLIError(_parse_error(path, fmt, err)) from err
+    if X.shape[0] == 0:
+        raise CLIError(f"data file {path!r} holds no data rows.")
+    return RankingFile(path, fmt, np.ascontiguousarray(X), y, groups)
+
+
+def align_features(data, n_features, *, model_name="the model"):
+    """Pad ``data.X`` with zero columns up to ``n_features``; more columns than that is an error.
+
+    Sparse files leave out zero values, so a file may end before the model's last features.
+    """
+    have = data.X.shape[1]
+    if have > n_features:
+        raise CLIError(
+            f"{data.path!r} has {have} features (feature index up to {have}), but {model_name} was trained on "
+            f"{n_features}; predict and evaluate need the features of the training file."
+        )
+    if have < n_features:
+        data.X = np.hstack([data.X, np.zeros((data.X.shape[0], n_features - have), dtype=data.X.dtype)])
+    return data
+
+
+def read_rows_of_numbers(path, n_rows, *, what, integer=False):
+    """One number per data line of ``path`` (``#`` comments and blank lines skipped), ``n_rows`` of them."""
+    check_input(path, what)
+    values = []
+    for number, fields in _data_lines(path):
+        if len(fields) != 1:
+            raise CLIError(f"{what} {path!r}, line {number}: expected one number per line, got {len(fields)} fields.")
+        try:
+            value = float(fields[0])
+        except ValueError:
+            raise CLIError(f"{what} {path!r}, line {number}: {fields[0]!r} is not a number.") from None
+        if integer and not (value.is_integer() and value >= 1):
+            raise CLIError(f"{what} {path!r}, line {number}: {fields[0]!r} is not a 1-based rank (1, 2, 3, ...).")
+        values.append(value)
+    if len(values) != n_rows:
+        raise CLIError(f"{what} {path!r} has {len(values)} values, but the data file has {n_rows} rows; "
+                       f"give one per row, in the data file's order.")
+    return np.asarray(values, dtype=np.int64 if integer else np.float64)
+
+
+def _literal(text):
+    text = text.strip()
+    if text.lower() in _CONSTANTS:
+        return _CONSTANTS[text.lower()]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _check_type(key, value, default, model):
+    """A clear error when ``value`` cannot be meant for a parameter whose default is ``default``."""
+    def fail(expected):
+        raise CLIError(f"--param {key}={value!r}: {model}'s {key} takes {expected} (default {default!r}).")
+
+    if value is None or default is None:
+        return
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            fail("true or false")
+    elif isinstance(default, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            fail("a number")
+    elif isinstance(default, (tuple, list)) and not isinstance(value, (tuple, list)):
+        fail(f"a tuple, e.g. ({value!r},) or {tuple(default)!r}" if isinstance(value, int) else "a tuple")
+
+
+def parse_params(items, defaults, *, model):
+    """``["key=value", ...]`` into a dict; values are Python literals, else strings.
+
+    Values go through :func:`ast.literal_eval` (``0.05``, ``(64, 32)``, ``{"sigma": 2}``,
+    ``None``), ``true``/``false``/``none``/``null`` in any case become ``True``/``False``/
+    ``None``, and anything else stays a string (``loss=softmax``). A key not in
+    ``defaults`` (the ranker's parameters and their default values), a value of the wrong
+    kind (a string for a numeric parameter, a number for a tuple, ...), a key given twice or
+    an item without ``=`` is a :class:`CLIError`; the ranker checks the values themselves.
+    """
+    valid = sorted(defaults)
+    params = {}
+    for item in items or ():
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CLIError(f"--param expects key=value (e.g. --param learning_rate=0.05); got {item!r}.")
+        if key not in valid:
+            close = difflib.get_close_matches(key, valid, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise CLIError(f"unknown parameter {key!r} for --model {model}.{hint} "
+                           f"Valid parameters: {', '.join(sorted(valid))}.")
+        if key in params:
+            raise CLIError(f"--param {key} is given twice.")
+        params[key] = _literal(text)
+        _check_type(key, params[key], defaults[key], model)
+    return params
+
+
+def save_model(path, estimator, **info):
+    """Write ``estimator`` and ``info`` to ``path`` with joblib (see the module docstring)."""
+    import joblib
+
+    from sklearn_ltr import __version__
+
+    bundle = {"format": MODEL_FORMAT, "format_version": MODEL_FORMAT_VERSION, "sklearn_ltr_version": __version__,
+              "estimator": estimator, **info}
+    try:
+        joblib.dump(bundle, path)
+    except OSError as err:
+        raise CLIError(f"cannot write model file {path!r}: {err.strerror or err}.") from err
+
+
+def load_model(path):
+    """The dict saved by :func:`save_model`; a :class:`CLIError` for any other file."""
+    import joblib
+
+    from sklearn_ltr import __version__
+
+    check_input(path, "model file")
+    not_ours = f"{path!r} is not a model file written by 'sklearn-ltr train'"
+    try:
+        bundle = joblib.load(path)
+    except Exception as err:  # unpickling a foreign file can fail in any way
+        raise CLIError(f"{not_ours} (loading it failed: {type(err).__name__}: {err}).") from err
+    if not (isinstance(bundle, dict) and bundle.get("format") == MODEL_FORMAT and "estimator" in bundle):
+        raise CLIError(f"{not_ours} (it holds a {type(bundle).__name__}, not a saved sklearn-ltr model).")
+    if bundle.get("format_version", 0) > MODEL_FORMAT_VERSION:
+        raise CLIError(f"{path!r} was written by a newer sklearn_ltr ({bundle.get('sklearn_ltr_version')}); "
+                       f"upgrade sklearn_ltr (this is {__version__}) to read it.")
+    if bundle.get("sklearn_ltr_version") != __version__:
+        print(f"sklearn-ltr: warning: {path!r} was saved by sklearn_ltr {bundle.get('sklearn_ltr_version')}, "
+              f"this is {__version__}; its predictions may differ.", file=sys.stderr)
+    return bundle
+
+
+def write_scores(path, scores):
+    """One score per line (shortest exact decimal form), to ``path`` or standard output for ``-``."""
+    text = "".join(f"{score!r}\n" for score in np.asarray(scores, dtype=np.float64).tolist())
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as err:
+        raise CLIError(f"cannot write scores to {path!r}: {err.strerror or err}.") from err

@@ -1,0 +1,251 @@
+"""The rankers of the command line: names, default preprocessing, and training with a validation file.
+
+=============  ===================================  ==========================================
+``--model``    estimator                            default preprocessing (``--preprocessing auto``)
+=============  ===================================  ==========================================
+lambdamart     :class:`~sklearn_ltr.LambdaMARTRanker`        none (trees need no scaling)
+ranknet        :class:`~sklearn_ltr.RankNetRanker`           log1p-standardize
+dasalc         :class:`~sklearn_ltr.DASALCRanker`            none (log1p and batch norm built in)
+setrank        :class:`~sklearn_ltr.SetRankRanker`           log1p-standardize
+two-tower      :class:`~sklearn_ltr.TwoTowerDebiasedRanker`  log1p-standardize
+=============  ===================================  ==========================================
+
+``log1p-standardize`` is :class:`~sklearn_ltr.Log1pTransformer` then
+:class:`~sklearn.preprocessing.StandardScaler`, so that a neural ranker trains on raw LETOR
+features (counts, BM25 scores, PageRank) as well as on normalised ones. With preprocessing
+the fitted model is a :class:`~sklearn.pipeline.Pipeline` whose last step, ``ranker``, is
+the ranker; ``--param`` values always set parameters of the ranker.
+
+A validation file is used where the ranker supports it: LambdaMART gets it as ``eval_set``
+and, with early stopping, stops when its NDCG@10 has not improved for
+``early_stopping_rounds`` rounds (50 unless set; ``eval_at`` defaults to ``(10,)``); a
+neural ranker records ``vali_ndcg@10`` after every epoch in ``history_`` and, with early
+stopping, stops after ``n_iter_no_change`` epochs without improvement and restores the
+best epoch's weights. Neither changes what is saved: the command line's callbacks are
+removed from the fitted model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from skorch.callbacks import Callback
+
+from sklearn_ltr.cli import _progress
+from sklearn_ltr.cli._errors import CLIError
+
+__all__ = ["MODELS", "PREPROCESSING", "ModelSpec", "fit_model", "settable_params"]
+
+#: Patience of LambdaMART's early stopping on ``--valid`` when ``early_stopping_rounds`` is not given.
+LAMBDAMART_PATIENCE = 50
+
+#: Ranker parameters that ``--param`` cannot set (Python objects, not values).
+_NOT_SETTABLE = frozenset({"callbacks", "client"})
+
+#: Prefix of the skorch callbacks the command line adds, and removes after training.
+_PREFIX = "cli_"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A ``--model`` choice: the estimator class name and its defaults on the command line."""
+
+    name: str
+    estimator: str
+    preprocessing: str
+    #: Trains on clicks with display positions (the two-tower model).
+    clicks: bool = False
+
+    @property
+    def cls(self):
+        import sklearn_ltr
+
+        return getattr(sklearn_ltr, self.estimator)
+
+    @property
+    def neural(self):
+        from sklearn_ltr.rankers._neural import NeuralRanker
+
+        return issubclass(self.cls, NeuralRanker)
+
+    @property
+    def list_context(self):
+        """Whether predictions need each row's query id (the score depends on the list)."""
+        return bool(getattr(self.cls, "_list_context", False))
+
+
+MODELS = {spec.name: spec for spec in (
+    ModelSpec("lambdamart", "LambdaMARTRanker", "none"),
+    ModelSpec("ranknet", "RankNetRanker", "log1p-standardize"),
+    ModelSpec("dasalc", "DASALCRanker", "none"),
+    ModelSpec("setrank", "SetRankRanker", "log1p-standardize"),
+    ModelSpec("two-tower", "TwoTowerDebiasedRanker", "log1p-standardize", clicks=True),
+)}
+
+#: ``--preprocessing`` choices (``auto`` is the model's default).
+PREPROCESSING = ("none", "standardize", "log1p-standardize")
+
+
+def settable_params(spec):
+    """``{name: default}`` of the parameters ``--param`` accepts for ``spec``: the ranker's constructor's."""
+    return {key: value for key, value in spec.cls().get_params(deep=False).items() if key not in _NOT_SETTABLE}
+
+
+def _preprocessing_steps(kind):
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ltr import Log1pTransformer
+
+    return {"none": [], "standardize": [("scale", StandardScaler())],
+            "log1p-standardize": [("log1p", Log1pTransformer()), ("scale", StandardScaler())]}[kind]
+
+
+class ValidationFile(Callback):
+    """skorch callback: NDCG@10 of a separate validation set after each epoch, as ``vali_ndcg@10``.
+
+    Holds the (preprocessed) validation rows until training ends, then drops them.
+    """
+
+    def __init__(self, X, y, groups):
+        self.X, self.y, self.groups = X, y, groups
+
+    def on_train_begin(self, net, **kwargs):
+        from sklearn_ltr._groups import QueryGroups
+        from sklearn_ltr._skorch import build_dataset
+
+        self.query_groups_ = QueryGroups(self.groups)
+        self.dataset_ = build_dataset(self.query_groups_, self.X)
+
+    def on_epoch_end(self, net, **kwargs):
+        from sklearn_ltr.metrics import ndcg_score
+
+        scores = self.query_groups_.unsort(net.score_rows(self.dataset_))
+        value = ndcg_score(self.y, scores, self.groups, k=10) if np.isfinite(scores).all() else float("nan")
+        net.history.record("vali_ndcg@10", value)
+        net.module_.train()  # score_rows left the module in eval mode
+
+    def on_train_end(self, net, **kwargs):
+        self.X = self.y = self.groups = self.query_groups_ = self.dataset_ = None
+
+
+def _strip_cli_callbacks(ranker):
+    """Remove the command line's callbacks (and the validation data they hold) from a fitted ranker."""
+    net = ranker.net_
+    net.callbacks = [cb for cb in net.callbacks or [] if not (isinstance(cb, tuple) and cb[0].startswith(_PREFIX))]
+    net.callbacks_ = [(name, cb) for name, cb in net.callbacks_ if not name.startswith(_PREFIX)]
+
+
+def _fit_lambdamart(ranker, params, train, valid, *, early_stopping, progress, desc):
+    kwargs = {}
+    if valid is not None:
+        kwargs = {"eval_set": [valid], "eval_names": ["vali"]}
+        ranker.set_params(eval_at=params.get("eval_at", (10,)))
+        if early_stopping and params.get("early_stopping_rounds") is None:
+            ranker.set_params(early_stopping_rounds=LAMBDAMART_PATIENCE)
+    bar = _progress.BoostingBar(ranker.n_estimators, desc) if progress else None
+    try:
+        ranker.fit(*train, callbacks=None if bar is None else [bar], **kwargs)
+    finally:
+        if bar is not None:
+            bar.close()
+    history = next(iter(ranker.evals_result_.values()), {})
+    rounds = len(next(iter(history.values()))) if history else ranker.n_estimators_
+    return {"rounds": rounds, "best_iteration": ranker.best_iteration_}
+
+
+def _fit_neural(ranker, train, valid, *, extras, early_stopping, progress, desc):
+    from skorch.callbacks import EarlyStopping
+
+    callbacks = []
+    if valid is not None:
+        callbacks.append((_PREFIX + "vali_ndcg", ValidationFile(*valid)))
+        if early_stopping:
+            callbacks.append((_PREFIX + "early_stopping", EarlyStopping(
+                monitor="vali_ndcg@10", lower_is_better=False, patience=ranker.n_iter_no_change, load_best=True)))
+    if progress:
+        callbacks.append((_PREFIX + "progress", _progress.EpochBar(desc)))
+    user_callbacks = ranker.callbacks
+    ranker.set_params(callbacks=callbacks + list(user_callbacks or []))
+    try:
+        ranker.fit(*train, **extras)
+    finally:
+        ranker.set_params(callbacks=user_callbacks)
+        if hasattr(ranker, "net_"):
+            _strip_cli_callbacks(ranker)
+    report = {"epochs": ranker.n_iter_}
+    if valid is not None and early_stopping:
+        history = np.asarray(ranker.history_[:, "vali_ndcg@10"], dtype=np.float64)
+        report["best_epoch"] = int(np.nanargmax(history)) + 1 if np.isfinite(history).any() else None
+    return report
+
+
+def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_stopping=True, seed=0, threads=None,
+              progress=False, desc=None):
+    """Build and train the ``spec`` ranker; returns ``(estimator, report)``.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+    params : dict
+        Ranker parameters (``--param``); ``random_state`` defaults to ``seed``.
+    train : object with ``X``, ``y``, ``groups`` (and ``positions`` for the two-tower model)
+    valid : object with ``X``, ``y``, ``groups``, default=None
+        Validation rows (see the module docstring).
+    preprocessing : {"auto", "none", "standardize", "log1p-standardize"}, default="auto"
+    early_stopping : bool, default=True
+        Stop on the validation NDCG@10 (only with ``valid``).
+    seed : int, default=0
+    threads : int, default=None
+        LightGBM's ``n_jobs`` unless ``params`` sets it (torch's threads are set by the caller).
+    progress : bool, default=False
+        Show a progress bar on standard error.
+    desc : str, default=None
+        Text of the progress bar.
+
+    Returns
+    -------
+    estimator : ranker or Pipeline
+        Fitted; ``estimator.predict(X, groups=groups)`` scores rows.
+    report : dict
+        ``fit_seconds``, the ``preprocessing`` used, and the epochs or boosting rounds run.
+
+    Raises
+    ------
+    CLIError
+        When the ranker rejects a parameter value or the data (its ``ValueError``).
+    """
+    from sklearn.pipeline import Pipeline
+
+    kind = spec.preprocessing if preprocessing == "auto" else preprocessing
+    steps = _preprocessing_steps(kind)
+    defaults = {"random_state": seed}
+    if threads is not None and not spec.neural:
+        defaults["n_jobs"] = threads
+    ranker = spec.cls(**{**defaults, **params})
+    start = time.perf_counter()
+    try:
+        X, X_valid = train.X, None if valid is None else valid.X
+        for _, step in steps:
+            X = step.fit_transform(X)
+            X_valid = None if valid is None else step.transform(X_valid)
+        train_set = (X, train.y, train.groups)
+        valid_set = None if valid is None else (X_valid, valid.y, valid.groups)
+        if spec.neural:
+            extras = {"positions": train.positions} if spec.clicks else {}
+            report = _fit_neural(ranker, train_set, valid_set, extras=extras, early_stopping=early_stopping,
+                                 progress=progress, desc=desc)
+        else:
+            report = _fit_lambdamart(ranker, params, train_set, valid_set, early_stopping=early_stopping,
+                                     progress=progress, desc=desc)
+    except (ValueError, TypeError) as err:
+        raise CLIError(f"training {spec.name} failed: {err}") from err
+    except Exception as err:
+        if type(err).__name__ != "LightGBMError":
+            raise
+        raise CLIError(f"training {spec.name} failed: LightGBM: {err}") from err
+    report["fit_seconds"] = time.perf_counter() - start
+    report["preprocessing"] = kind
+    estimator = Pipeline([*steps, ("ranker", ranker)]) if steps else ranker
+    return estimator, report
