@@ -3,6 +3,11 @@
 import pytest
 import sklearn
 
+# The docs' pages are collected for their ``>>>`` examples (--doctest-glob=*.rst); Sphinx's conf.py and the
+# build outputs are not test modules.
+collect_ignore = ["docs/conf.py"]
+collect_ignore_glob = ["docs/_build/*", "docs/generated/*"]
+
 
 @pytest.fixture(autouse=True)
 def _restore_sklearn_config():

@@ -1,0 +1,214 @@
+"""Sphinx configuration of the sklearn_ltr documentation.
+
+Build with ``docs/build.sh`` (warnings are errors). Needs no network: no intersphinx,
+the built-in ``alabaster`` theme, MathJax loaded by the reader's browser.
+"""
+
+import functools
+import importlib
+import inspect
+import os
+import sys
+
+from docutils import nodes
+from sphinx import addnodes
+
+# The package of this checkout, even when another version is installed.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import sklearn_ltr
+
+project = "sklearn_ltr"
+author = "sklearn_ltr developers"
+copyright = "sklearn_ltr developers"
+release = sklearn_ltr.__version__
+version = ".".join(release.split(".")[:2])
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+]
+
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+root_doc = "index"
+default_role = "literal"  # `x` in a docstring is code, as in scikit-learn
+
+# autosummary writes one stub page per public name into docs/generated/ (git-ignored).
+autosummary_generate = True
+autosummary_imported_members = False
+# Overridden methods without a docstring (``forward`` of a torch module) stay undocumented
+# rather than showing the docstring of the torch or scikit-learn method they override.
+autodoc_inherit_docstrings = False
+autodoc_typehints = "none"  # the numpydoc Parameters sections say it
+autodoc_member_order = "groupwise"
+add_module_names = False
+
+# numpydoc renders Parameters/Returns/Attributes; members come from the autosummary class template.
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_attributes_as_param_list = True
+numpydoc_xref_param_type = False
+
+# Every reference must resolve (``-n``), except those into other projects' documentation
+# (scikit-learn, torch, LightGBM, ..., the Python standard library), which are not linked because
+# the build must work offline: no intersphinx.
+nitpicky = True
+_EXTERNAL = (
+    "torch", "sklearn", "numpy", "scipy", "skorch", "lightgbm", "dask", "distributed", "pandas",
+    "functools", "typing", "collections", "pathlib", "os", "io", "warnings", "inspect",
+)  # fmt: skip
+nitpick_ignore_regex = [(r"py:.*", rf"{name}(\..*)?") for name in _EXTERNAL]
+
+html_theme = "alabaster"
+html_title = f"sklearn_ltr {release}"
+html_static_path = []
+html_theme_options = {
+    "description": "Learning to rank with scikit-learn's interface",
+    "fixed_sidebar": False,
+    "page_width": "1100px",
+    "sidebar_width": "240px",
+}
+html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
+
+
+# --- Re-exported names -------------------------------------------------------------------------
+# Every public object is documented once, at the path users import it from (``sklearn_ltr.X`` for
+# the names of ``sklearn_ltr.__all__``, else ``sklearn_ltr.<subpackage>.X``). A reference that
+# Sphinx cannot find is looked up as Python would: as a dotted path, then as a name of the module
+# whose docstring holds it (the page's object and, for a class, the sklearn_ltr classes it
+# inherits from); when that gives an object documented under another public path, the reference
+# links there. A name that is private or undocumented stays unresolved and fails the build.
+
+@functools.cache
+def _resolve(dotted):
+    """The Python object at a dotted path (attributes allowed), or None."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[split:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _docstring_modules(node):
+    """Modules a relative name in a docstring may live in, most specific first."""
+    modules = []
+    page = node.get("refdoc", "").rpartition("/")[2]
+    documented = _resolve(page) if page.startswith("sklearn_ltr.") else None
+    owners = inspect.getmro(documented) if inspect.isclass(documented) else (documented,)
+    for owner in owners:
+        module = getattr(owner, "__module__", None) or ""
+        if module.startswith("sklearn_ltr") and module not in modules:
+            modules.append(module)
+    # A summary line in an autosummary table: the row's first cell links to the object.
+    row = node.parent
+    while row is not None and not isinstance(row, nodes.row):
+        row = row.parent
+    if row is not None:
+        for link in row.findall(lambda n: isinstance(n, (addnodes.pending_xref, nodes.reference))):
+            name = link.get("reftarget") or link.get("refuri", "").rpartition("#")[2]
+            obj = _resolve(name) if name.startswith("sklearn_ltr.") else None
+            module = getattr(obj, "__module__", None) or ""
+            if module.startswith("sklearn_ltr") and module not in modules:
+                modules.append(module)
+            break
+    context = node.get("py:module")
+    if context and context not in modules:
+        modules.insert(0, context)
+    return modules
+
+
+def _missing_reference(app, env, node, contnode):
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    if target.startswith("sklearn_ltr."):
+        candidates = [target]
+    else:
+        candidates = [f"{module}.{target}" for module in _docstring_modules(node)]
+    domain = env.get_domain("py")
+    for candidate in candidates:
+        if candidate.split(".")[-1].startswith("_"):
+            continue
+        obj = _resolve(candidate)
+        if obj is None:
+            continue
+        matches = [(name, entry) for name, entry in domain.objects.items()
+                   if name != target and not entry.aliased and _resolve(name) is obj]
+        if matches:
+            # An inherited method is one function under several classes: prefer the documented
+            # name that shares the longest dotted suffix with the reference (its own class).
+            name, entry = max(matches, key=lambda match: _common_suffix(match[0], candidate))
+            node["reftarget"] = name
+            return domain.resolve_xref(env, node["refdoc"], app.builder, entry.objtype, name, node, contnode)
+    return None
+
+
+def _common_suffix(a, b):
+    count = 0
+    for x, y in zip(reversed(a.split(".")), reversed(b.split(".")), strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+# --- Comments of module-level data -------------------------------------------------------------
+# ``LOSSES``, ``ALIASES``, ``COMBINATIONS``, ... are defined (with a ``#:`` comment) in private
+# modules and re-exported by their package; autodoc looks for the comment in the package's
+# ``__init__.py`` and would otherwise show the docstring of ``dict`` or ``tuple``.
+
+def _data_comment(fullname, obj):
+    from sphinx.pycode import ModuleAnalyzer
+
+    package, _, attr = fullname.rpartition(".")
+    for modname, module in sorted(sys.modules.items()):
+        if not (modname == package or modname.startswith(package + ".")) or getattr(module, attr, None) is not obj:
+            continue
+        try:
+            docs = ModuleAnalyzer.for_module(modname).find_attr_docs()
+        except Exception:  # no source to analyse: try the next module
+            continue
+        if ("", attr) in docs:
+            return list(docs[("", attr)])
+    return None
+
+
+def _process_docstring(app, what, name, obj, options, lines):
+    if what != "data":
+        return
+    builtin_doc = type(obj).__doc__ and "\n".join(lines).strip() == inspect.cleandoc(type(obj).__doc__).strip()
+    if builtin_doc or not lines:
+        comment = _data_comment(name, obj)
+        lines[:] = comment if comment else []
+
+
+# --- Members shown on a class page -------------------------------------------------------------
+# The class template lists members inherited from other sklearn_ltr classes (``fit``, ``predict``,
+# ``score`` of the rankers' base classes) but not those of scikit-learn, torch or the builtins
+# (``get_params``, ``set_fit_request``, ``torch.nn.Module.to``, ...), documented by their projects.
+
+def _skip_member(app, what, name, obj, skip, options):
+    if what != "class" or skip:
+        return None
+    target = obj.fget if isinstance(obj, property) else obj
+    module = getattr(target, "__module__", None) or ""
+    if not module.startswith("sklearn_ltr"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("missing-reference", _missing_reference)
+    app.connect("autodoc-process-docstring", _process_docstring, priority=400)
+    app.connect("autodoc-skip-member", _skip_member)
