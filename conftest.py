@@ -1,5 +1,7 @@
 """Fixtures for every test item, doctests in the package and the docs included."""
 
+import importlib.util
+
 import pytest
 import sklearn
 
@@ -7,6 +9,20 @@ import sklearn
 # build outputs are not test modules.
 collect_ignore = ["docs/conf.py"]
 collect_ignore_glob = ["docs/_build/*", "docs/generated/*"]
+
+# Examples that run on a Dask cluster need the optional ``dask`` extra (CI installs it); without it
+# they are skipped with the reason, like tests/test_lambdamart_dask.py, instead of failing.
+_DASK_EXAMPLES = ("sklearn_ltr.datasets._dask_formats.read_svmlight_ranking_dask",)
+_HAS_DASK = all(importlib.util.find_spec(name) is not None for name in ("dask", "distributed"))
+
+
+def pytest_collection_modifyitems(config, items):
+    if _HAS_DASK:
+        return
+    skip = pytest.mark.skip(reason='needs the dask extra: pip install -e ".[dask]"')
+    for item in items:
+        if isinstance(item, pytest.DoctestItem) and item.name in _DASK_EXAMPLES:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)
