@@ -10,9 +10,9 @@ import sklearn
 collect_ignore = ["docs/conf.py"]
 collect_ignore_glob = ["docs/_build/*", "docs/generated/*"]
 
-# Examples that run on a Dask cluster need the optional ``dask`` extra (CI installs it); without it
+# The examples of the Dask modules need the optional ``dask`` extra (CI installs it); without it
 # they are skipped with the reason, like tests/test_lambdamart_dask.py, instead of failing.
-_DASK_EXAMPLES = ("sklearn_ltr.datasets._dask_formats.read_svmlight_ranking_dask",)
+_DASK_MODULES = ("sklearn_ltr.datasets._dask_formats", "sklearn_ltr.rankers._lambdamart_dask")
 _HAS_DASK = all(importlib.util.find_spec(name) is not None for name in ("dask", "distributed"))
 
 
@@ -21,7 +21,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason='needs the dask extra: pip install -e ".[dask]"')
     for item in items:
-        if isinstance(item, pytest.DoctestItem) and item.name in _DASK_EXAMPLES:
+        if isinstance(item, pytest.DoctestItem) and item.name.startswith(tuple(m + "." for m in _DASK_MODULES)):
             item.add_marker(skip)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._clicks import simulate_sessions
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._files import RankingFile, read_ranking
+from sklearn_ltr.cli._files import RankingFile, align_features, read_ranking
 from sklearn_ltr.cli._models import MODELS, fit_model
 
 __all__ = ["demo_models", "run_demo"]
@@ -92,10 +92,11 @@ def _read_fold(data_dir):
     train, test = (read_ranking(os.path.join(data_dir, f"{name}.txt")) for name in ("train", "test"))
     vali_path = os.path.join(data_dir, "vali.txt")
     vali = read_ranking(vali_path) if os.path.isfile(vali_path) else None
+    # A sparse file may end before the others' last features: pad every part to the widest.
     n_features = max(part.X.shape[1] for part in (train, vali, test) if part is not None)
-    for part in (train, vali, test):
-        if part is not None and part.X.shape[1] < n_features:
-            part.X = np.hstack([part.X, np.zeros((part.X.shape[0], n_features - part.X.shape[1]))])
+    train, test = align_features(train, n_features), align_features(test, n_features)
+    if vali is not None:
+        vali = align_features(vali, n_features)
     parts = ", ".join(f"{name} {p.n_queries} queries / {len(p.y):,} rows" for name, p in
                       (("train", train), ("validation", vali), ("test", test)) if p is not None)
     labels = "-".join(f"{v:g}" for v in (train.y.min(), train.y.max()))

@@ -8,6 +8,7 @@ import os
 import sys
 
 from sklearn_ltr.cli._errors import CLIError
+from sklearn_ltr.cli._files import FORMATS
 
 __all__ = ["build_parser", "main"]
 
@@ -90,7 +91,7 @@ def _formatter(prog):
 
 def _add_common(parser, *, data_format=True):
     if data_format:
-        parser.add_argument("--format", choices=("auto", "svmlight", "lightgbm"), default="auto",
+        parser.add_argument("--format", choices=("auto", *FORMATS), default="auto",
                             help="format of the data files: 'auto' (default) reads 'qid:' on the first data line as "
                                  "SVMlight/LETOR, else LightGBM with query sizes in FILE.query")
     parser.add_argument("--traceback", action="store_true",

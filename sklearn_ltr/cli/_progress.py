@@ -13,7 +13,7 @@ import sys
 from skorch.callbacks import Callback
 from tqdm import tqdm
 
-__all__ = ["BoostingBar", "EpochBar", "bar", "progress_wanted", "say"]
+__all__ = ["BoostingBar", "EpochBar", "bar", "progress_wanted"]
 
 #: History columns shown beside an epoch bar, in this order, when present.
 _EPOCH_COLUMNS = {"train_loss": "loss", "vali_ndcg@10": "vali NDCG@10", "valid_ndcg@10": "valid NDCG@10"}
@@ -30,11 +30,6 @@ def bar(*, total=None, desc=None, enabled=True, leave=True, unit="it"):
     """A tqdm bar on standard error; a no-op object when ``enabled`` is false."""
     return tqdm(total=total, desc=desc, disable=not enabled, leave=leave, unit=unit, file=sys.stderr,
                 dynamic_ncols=True)
-
-
-def say(message):
-    """Print a line to standard error without breaking the progress bars."""
-    tqdm.write(message, file=sys.stderr)
 
 
 class EpochBar(Callback):
