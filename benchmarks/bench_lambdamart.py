@@ -32,7 +32,7 @@ import numpy as np
 
 from sklearn_ltr.datasets import load_svmlight_ranking, make_ranking
 from sklearn_ltr.rankers import LambdaMARTRanker
-from sklearn_ltr.rankers._lambdamart import _sort_rows
+from sklearn_ltr.rankers._lambdarank_inputs import sort_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,7 +71,7 @@ def bench(name, X, y, groups, params, repeats):
     # and predict's validation. Its sum over the baseline's time is a noise-free overhead estimate.
     ranker = LambdaMARTRanker(**params)
     prep_time, (X_checked, y_checked, query_groups) = _time(lambda: ranker._validate_fit_data(X, y, groups))
-    own_sort_time, _ = _time(lambda: _sort_rows(query_groups, X_checked, y_checked))
+    own_sort_time, _ = _time(lambda: sort_rows(query_groups, X_checked, y_checked))
     predict_check_time, _ = _time(lambda: ranker._validate_X(X))
 
     times = {"wrapper": [], "baseline": []}

@@ -319,7 +319,7 @@ def _client(client):
 
 
 def _check_summaries(ranker, summaries):
-    from sklearn_ltr.rankers._lambdamart import DEFAULT_LABEL_GAIN_SIZE, MAX_QUERY_SIZE
+    from sklearn_ltr.rankers._lambdarank_inputs import check_label_range, check_query_size
 
     if not all(s["finite"] for s in summaries):
         raise ValueError("y contains NaN or infinite labels; relevance labels must be finite.")
@@ -327,19 +327,9 @@ def _check_summaries(ranker, summaries):
         raise ValueError("y contains negative labels; relevance grades must be >= 0.")
     if not all(s["integer"] for s in summaries):
         raise ValueError("y contains non-integral labels; LambdaMART needs whole-number grades 0, 1, 2, ...")
-    top = max(s["max_y"] for s in summaries)
-    n_gains = DEFAULT_LABEL_GAIN_SIZE if ranker.label_gain is None else len(ranker.label_gain)
-    if top >= n_gains:
-        raise ValueError(
-            f"y contains label {top:g}, but label_gain covers only labels 0..{n_gains - 1}; pass a label_gain "
-            f"with at least {int(top) + 1} entries."
-        )
+    check_label_range(max(s["max_y"] for s in summaries), ranker.label_gain, "y")
     worst = max(summaries, key=lambda s: s["max_size"])
-    if worst["max_size"] > MAX_QUERY_SIZE:
-        raise ValueError(
-            f"query {worst['max_size_query']!r} has {worst['max_size']} rows; LightGBM's lambdarank accepts at "
-            f"most {MAX_QUERY_SIZE} rows per query. Split the query or subsample its documents."
-        )
+    check_query_size(worst["max_size"], worst["max_size_query"], "y")
 
 
 def _predict_block(block, *, model, columns):

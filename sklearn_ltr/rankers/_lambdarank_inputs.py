@@ -1,0 +1,125 @@
+"""What LightGBM's lambdarank accepts, checked before LightGBM sees the data, and the inputs it is handed.
+
+Shared by :class:`~sklearn_ltr.LambdaMARTRanker` on in-memory data and its Dask path
+(``_lambdamart_dask``): the label and query-size limits, the rows sorted by query, scipy
+sparse matrices, the ``eval_set`` entries and the parameter names the estimator sets itself.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "DEFAULT_LABEL_GAIN_SIZE",
+    "MAX_QUERY_SIZE",
+    "RESERVED",
+    "as_spmatrix",
+    "check_label_range",
+    "check_query_size",
+    "eval_entries",
+    "is_positive_int",
+    "lgbm_eval_kwargs",
+    "sort_rows",
+    "taken_names",
+]
+
+#: Most rows LightGBM's lambdarank objective and NDCG metric accept in one query:
+#: ``DCGCalculator::kMaxPosition = 10000`` in LightGBM's ``src/metric/dcg_calculator.cpp``,
+#: enforced by ``DCGCalculator::CheckMetadata`` ("Number of rows ... exceeds upper limit of
+#: 10000 for a query") when the objective or the metric is initialised.
+MAX_QUERY_SIZE = 10_000
+
+#: LightGBM's default ``label_gain`` is ``2**i - 1`` for ``i = 0 .. 30``: labels 0 to 30.
+DEFAULT_LABEL_GAIN_SIZE = 31
+
+#: Parameters set by the estimator itself: not allowed in ``lgbm_params``.
+RESERVED = ("objective", "group", "query", "early_stopping_round", "eval_at", "ndcg_eval_at")
+
+
+def check_label_range(top, label_gain, name):
+    """Raise unless the largest label ``top`` has a gain in ``label_gain`` (None: LightGBM's default)."""
+    n_gains = DEFAULT_LABEL_GAIN_SIZE if label_gain is None else len(label_gain)
+    if top >= n_gains:
+        source = "label_gain" if label_gain is not None else "LightGBM's default label_gain (2**g - 1)"
+        raise ValueError(
+            f"{name} contains label {top:g}, but {source} covers only labels 0..{n_gains - 1}; "
+            f"pass a label_gain with at least {int(top) + 1} entries."
+        )
+
+
+def check_query_size(largest, query, name, *, hint=""):
+    """Raise when the largest query (``largest`` rows, id ``query``) exceeds LightGBM's limit."""
+    if largest > MAX_QUERY_SIZE:
+        raise ValueError(
+            f"query {query!r} of {name} has {largest} rows; LightGBM's lambdarank accepts at most "
+            f"{MAX_QUERY_SIZE} rows per query{hint}. Split the query or subsample its documents."
+        )
+
+
+def is_positive_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+def taken_names(names):
+    """The names plus :data:`RESERVED` and their LightGBM aliases (best effort: the alias table is private)."""
+    taken = set(names) | set(RESERVED)
+    try:
+        from lightgbm.basic import _ConfigAliases
+
+        taken |= set(_ConfigAliases.get_by_alias(*names, *RESERVED))
+    except Exception:  # pragma: no cover - private LightGBM API changed
+        pass
+    return taken
+
+
+def eval_entries(eval_set):
+    """``eval_set`` as a list of ``(X_val, y_val, groups_val)``; a single triple is accepted."""
+    if isinstance(eval_set, tuple) and len(eval_set) in (2, 3) and not isinstance(eval_set[0], (tuple, list)):
+        eval_set = [eval_set]  # a single (X_val, y_val, groups_val)
+    if not isinstance(eval_set, (list, tuple)) or not eval_set:
+        raise ValueError("eval_set must be a non-empty list of (X_val, y_val, groups_val) tuples.")
+    for i, entry in enumerate(eval_set):
+        if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+            length = len(entry) if isinstance(entry, (tuple, list)) else type(entry).__name__
+            raise ValueError(
+                f"eval_set[{i}] must be a (X_val, y_val, groups_val) tuple, got {length} items: "
+                f"validation rows need their own query ids, e.g. eval_set=[(X_val, y_val, qid_val)]."
+            )
+    return eval_set
+
+
+def lgbm_eval_kwargs(valid_sets, valid_groups, eval_names):
+    """Evaluation data for ``LGBMRanker.fit``: ``eval_X``/``eval_y`` since LightGBM 4.7, else ``eval_set``."""
+    import inspect
+
+    import lightgbm
+
+    kwargs = {"eval_group": valid_groups, "eval_names": eval_names}
+    if "eval_X" in inspect.signature(lightgbm.LGBMRanker.fit).parameters:
+        kwargs["eval_X"] = tuple(X_val for X_val, _ in valid_sets)
+        kwargs["eval_y"] = tuple(y_val for _, y_val in valid_sets)
+    else:  # pragma: no cover - LightGBM < 4.7
+        kwargs["eval_set"] = valid_sets
+    return kwargs
+
+
+def as_spmatrix(X):
+    """LightGBM takes scipy's sparse *matrices*; a sparse *array* would be converted with a warning."""
+    if sp.issparse(X) and not isinstance(X, sp.spmatrix):
+        return sp.csr_matrix(X) if X.format == "csr" else sp.csc_matrix(X)
+    return X
+
+
+def sort_rows(query_groups, X, y):
+    """Rows in query order; no copy when they already are."""
+    X = as_spmatrix(X)
+    codes = query_groups.codes
+    if codes.shape[0] < 2 or not (codes[1:] < codes[:-1]).any():
+        return X, y
+    order = query_groups.order
+    # np.take copies rows about 25% faster than fancy indexing (1M x 136 float32: 0.28 s vs 0.37 s).
+    X_sorted = X[order] if sp.issparse(X) else np.take(X, order, axis=0)
+    return X_sorted, np.take(y, order)
