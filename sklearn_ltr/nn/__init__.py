@@ -33,14 +33,10 @@ Sequential(
 {'additive': 0.5, 'multiplicative': 0.25}
 """
 
-from sklearn_ltr.nn._attention import (
-    InducedAttentionBlock,
-    MultiHeadAttention,
-    MultiheadAttentionBlock,
-    SelfAttentionLayer,
-)
+from sklearn_ltr.nn._attention import MultiHeadAttention, SelfAttentionLayer
 from sklearn_ltr.nn._dasalc import DASALCNet
 from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
+from sklearn_ltr.nn._set_attention import InducedAttentionBlock, MultiheadAttentionBlock
 from sklearn_ltr.nn._setrank import SetRankNet
 from sklearn_ltr.nn._two_tower import (
     COMBINATIONS,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from sklearn_ltr.nn._attention import InducedAttentionBlock, MultiheadAttentionBlock
 from sklearn_ltr.nn._mlp import scatter_scores
+from sklearn_ltr.nn._set_attention import InducedAttentionBlock, MultiheadAttentionBlock
 
 __all__ = ["SetRankNet"]
 
@@ -26,8 +26,8 @@ class SetRankNet(nn.Module):
 
     where :math:`P \in \mathbb{R}^{R \times d}` are learned ordinal embeddings of the initial
     rank (ranks beyond :math:`R` share the last one), MSAB is
-    :class:`~sklearn_ltr.nn._attention.MultiheadAttentionBlock` applied as :math:`\mathrm{MAB}(Z, Z)`
-    and IMSAB is :class:`~sklearn_ltr.nn._attention.InducedAttentionBlock` with :math:`m` inducing
+    :class:`~sklearn_ltr.nn._set_attention.MultiheadAttentionBlock` applied as :math:`\mathrm{MAB}(Z, Z)`
+    and IMSAB is :class:`~sklearn_ltr.nn._set_attention.InducedAttentionBlock` with :math:`m` inducing
     points. The score of each document is its own row-wise output (Pang et al. 2020, Eq. 8).
 
     Without initial ranks the network is permutation equivariant (Proposition 1): permuting
