@@ -15,7 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["QueryGroups", "check_groups", "order_within_groups"]
+__all__ = ["QueryGroups", "check_groups", "check_query_weights", "order_within_groups"]
 
 
 def check_groups(groups, n_samples, *, name="groups", against="X"):
@@ -248,3 +248,30 @@ class QueryGroups:
         selected = np.zeros(self.n_queries, dtype=bool)
         selected[np.asarray(query_index)] = True
         return np.flatnonzero(selected[self.codes])
+
+
+def check_query_weights(sample_weight, query_groups):
+    """Per-query weights (in query order) from per-row ``sample_weight``, constant within each query."""
+    if hasattr(sample_weight, "to_numpy"):
+        sample_weight = sample_weight.to_numpy()
+    weights = np.asarray(sample_weight)
+    if weights.ndim != 1 or weights.shape[0] != query_groups.n_samples:
+        raise ValueError(
+            f"sample_weight must be 1-D with one weight per row of X ({query_groups.n_samples}); "
+            f"got shape {weights.shape}."
+        )
+    if weights.dtype.kind not in "biuf" or not np.isfinite(weights).all() or (weights < 0).any():
+        raise ValueError("sample_weight must hold finite, non-negative numbers.")
+    sorted_weights = weights.astype(np.float64)[query_groups.order]
+    starts = query_groups.offsets[:-1]
+    low = np.minimum.reduceat(sorted_weights, starts)
+    high = np.maximum.reduceat(sorted_weights, starts)
+    if (low != high).any():
+        query = query_groups.ids[np.flatnonzero(low != high)[0]]
+        raise ValueError(
+            f"sample_weight must be the same for every row of a query (ranking losses weight whole "
+            f"queries); query {query!r} has weights from {low[low != high][0]:g} to {high[low != high][0]:g}."
+        )
+    if not (high > 0).any():
+        raise ValueError("sample_weight: every query has a weight of zero; nothing to learn from.")
+    return high

@@ -29,23 +29,30 @@ class QueryDataset(torch.utils.data.Dataset):
         Per-row float labels in the same order (None at prediction time).
     offsets : Tensor of int64, shape (n_queries + 1,)
         Start of each query's rows.
+    query_weights : Tensor of shape (n_queries,), default=None
+        Weight of each query in the loss (None: all 1).
     """
 
-    def __init__(self, rows, labels, offsets):
+    def __init__(self, rows, labels, offsets, query_weights=None):
         self.rows = rows
         self.labels = labels
         self.offsets = offsets
         self.sizes = offsets[1:] - offsets[:-1]
+        self.query_weights = query_weights
 
     @classmethod
-    def from_arrays(cls, query_groups, X, y=None, **extras):
-        """Build from per-row NumPy arrays in input order and their :class:`QueryGroups`."""
+    def from_arrays(cls, query_groups, X, y=None, *, query_weights=None, **extras):
+        """Build from per-row NumPy arrays in input order and their :class:`QueryGroups`.
+
+        ``query_weights`` holds one weight per query, in the order of ``query_groups.ids``.
+        """
         order = query_groups.order
         rows = {"X": torch.as_tensor(np.ascontiguousarray(X[order]), dtype=torch.float32)}
         for name, values in extras.items():
             rows[name] = torch.as_tensor(np.ascontiguousarray(values[order]), dtype=torch.float32)
         labels = None if y is None else torch.as_tensor(np.asarray(y)[order], dtype=torch.float32)
-        return cls(rows, labels, torch.as_tensor(query_groups.offsets, dtype=torch.int64))
+        weights = None if query_weights is None else torch.as_tensor(query_weights, dtype=torch.float32)
+        return cls(rows, labels, torch.as_tensor(query_groups.offsets, dtype=torch.int64), weights)
 
     def __len__(self):
         return self.sizes.shape[0]
@@ -72,7 +79,9 @@ class QueryDataset(torch.utils.data.Dataset):
         index, sizes = self.row_index(queries)
         offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
         rows = {name: values[index] for name, values in self.rows.items()}
-        return QueryDataset(rows, None if self.labels is None else self.labels[index], offsets)
+        labels = None if self.labels is None else self.labels[index]
+        weights = None if self.query_weights is None else self.query_weights[queries.to(self.query_weights.device)]
+        return QueryDataset(rows, labels, offsets, weights)
 
     def to(self, device):
         """The same dataset with every tensor on ``device``."""
@@ -80,14 +89,16 @@ class QueryDataset(torch.utils.data.Dataset):
             return self
         rows = {name: values.to(device) for name, values in self.rows.items()}
         labels = None if self.labels is None else self.labels.to(device)
-        return QueryDataset(rows, labels, self.offsets.to(device))
+        weights = None if self.query_weights is None else self.query_weights.to(device)
+        return QueryDataset(rows, labels, self.offsets.to(device), weights)
 
 
 class QueryBatches:
     """Iterate over padded batches of queries, bucketed by list length.
 
     Each batch is ``({"X": [B, L, F], "mask": [B, L], extras...}, labels [B, L])``
-    with ``L`` the longest list in the batch; padding holds zeros.
+    with ``L`` the longest list in the batch; padding holds zeros. A dataset with
+    query weights adds ``"weights"`` ``[B]`` to the inputs.
 
     Parameters
     ----------
@@ -163,6 +174,8 @@ class QueryBatches:
             rows, mask = self._subsample(rows, mask)
         inputs = {name: self._gather(values, rows, mask) for name, values in dataset.rows.items()}
         inputs["mask"] = mask.to(self.device)
+        if dataset.query_weights is not None:
+            inputs["weights"] = dataset.query_weights[queries].to(self.device)
         labels = None if dataset.labels is None else self._gather(dataset.labels, rows, mask)
         return inputs, labels, torch.where(mask, rows, -1)
 

@@ -15,9 +15,10 @@ import contextlib
 import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, EarlyStopping
 
 from sklearn_ltr._query_batches import QueryBatches, QueryDataset
+from sklearn_ltr.exceptions import NonFiniteLossError
 
 __all__ = ["QuerySplit", "RankingLoss", "RankingNet", "ValidationNDCG", "resolve_device"]
 
@@ -36,15 +37,21 @@ def resolve_device(device):
 
 
 class RankingLoss(torch.nn.Module):
-    """Criterion wrapping a loss of :mod:`sklearn_ltr.losses`: ``loss(scores, labels, mask)``."""
+    """Criterion wrapping a loss of :mod:`sklearn_ltr.losses`: ``loss(scores, labels, mask)``.
+
+    Per-query ``weights`` (from ``fit(..., sample_weight=...)``) are passed as the loss's
+    ``weights`` option only when given, so that losses without that option keep working.
+    """
 
     def __init__(self, loss):
         super().__init__()
         self.loss = loss
 
-    def forward(self, scores, labels, mask):
+    def forward(self, scores, labels, mask, weights=None):
         # Losses run in float32 even when the forward pass ran under bf16 autocast.
-        return self.loss(scores.float(), labels.float(), mask)
+        if weights is None:
+            return self.loss(scores.float(), labels.float(), mask)
+        return self.loss(scores.float(), labels.float(), mask, weights=weights)
 
 
 class QuerySplit:
@@ -160,14 +167,54 @@ class RankingNet(NeuralNet):
         )
 
     def infer(self, x, **fit_params):
+        # Query weights feed the loss, not the module.
+        x = {name: value for name, value in x.items() if name != "weights"}
         with self._autocast():
             return super().infer(x, **fit_params)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
-        return self.criterion_(y_pred, y_true, X["mask"])
+        weights = X.get("weights")
+        if weights is None:
+            return self.criterion_(y_pred, y_true, X["mask"])
+        return self.criterion_(y_pred, y_true, X["mask"], weights=weights)
+
+    def _check_finite(self, loss, where):
+        # One scalar per batch: skorch reads it with .item() for the history anyway.
+        if torch.isfinite(loss).all():
+            return
+        epoch = len(self.history)
+        batch = len(self.history[-1]["batches"]) if epoch else 0
+        raise NonFiniteLossError(
+            f"The {where} loss became {float(loss)} at epoch {epoch}, batch {batch}: training diverged and the "
+            f"weights are no longer usable, so fit stopped. Lower the learning rate (lr={self.lr:g}), scale the "
+            f"features (StandardScaler or Log1pTransformer in a Pipeline), check the labels' range, or check a "
+            f"custom loss for NaN."
+        )
+
+    def train_step(self, batch, **fit_params):
+        step = super().train_step(batch, **fit_params)
+        self._check_finite(step["loss"].detach(), "training")
+        return step
+
+    def validation_step(self, batch, **fit_params):
+        step = super().validation_step(batch, **fit_params)
+        self._check_finite(step["loss"].detach(), "validation")
+        return step
+
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        # skorch swallows KeyboardInterrupt in partial_fit, and its EarlyStopping raises one to
+        # stop: remember a real interruption (Ctrl-C) for the estimator.
+        try:
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        except KeyboardInterrupt:
+            stopped = any(isinstance(callback, EarlyStopping) and callback.misses_ >= callback.patience
+                          for _, callback in self.callbacks_)
+            self.interrupted_ = not stopped
+            raise
 
     def fit(self, X, y=None, **fit_params):
         """Train on a :class:`QueryDataset` (``y`` unused: labels live in the dataset)."""
+        self.interrupted_ = False
         seed = self.random_state
         if seed is None:
             seed = int(np.random.default_rng().integers(2**31))
@@ -176,7 +223,13 @@ class RankingNet(NeuralNet):
         with torch.random.fork_rng(devices=[d.index or 0 for d in devices]):
             torch.manual_seed(seed)
             self.generator_ = torch.Generator().manual_seed(seed)
-            return super().fit(X, None, **fit_params)
+            super().fit(X, None, **fit_params)
+        if not all(torch.isfinite(p).all() for p in self.module_.parameters()):
+            raise NonFiniteLossError(
+                "Training ended with non-finite weights (NaN or inf); the model cannot score. Lower the learning "
+                f"rate (lr={self.lr:g}) or scale the features."
+            )
+        return self
 
     def score_rows(self, dataset, batch_size=None):
         """Score every row of ``dataset`` (full lists); returns float64 scores in the dataset's row order."""
@@ -184,7 +237,8 @@ class RankingNet(NeuralNet):
         batches = QueryBatches(
             dataset.to(self.device), batch_size or max(self.batch_size, 1), device=self.device
         )
-        scores = torch.empty(dataset.n_rows, dtype=torch.float32, device=self.device)
+        # NaN until scored: a row that no batch reached cannot pass for a score.
+        scores = torch.full((dataset.n_rows,), float("nan"), dtype=torch.float32, device=self.device)
         self.module_.eval()
         with torch.no_grad():
             for inputs, _, rows in batches.with_rows():
@@ -198,6 +252,6 @@ class RankingNet(NeuralNet):
             raise TypeError("RankingNet trains on a QueryDataset; use the public rankers instead.")
 
 
-def build_dataset(query_groups, X, y=None, **extras):
+def build_dataset(query_groups, X, y=None, *, query_weights=None, **extras):
     """:class:`QueryDataset` of rows in input order grouped by ``query_groups``."""
-    return QueryDataset.from_arrays(query_groups, X, y, **extras)
+    return QueryDataset.from_arrays(query_groups, X, y, query_weights=query_weights, **extras)

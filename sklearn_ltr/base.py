@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_ltr._groups import QueryGroups, check_groups
 from sklearn_ltr._validation import check_relevance
+from sklearn_ltr.utils._tags import Tags
 
 __all__ = ["BaseRanker", "MissingGroupsWarning", "RankerMixin", "resolve_groups"]
 
@@ -172,14 +173,16 @@ class RankerMixin:
     __metadata_request__score = {"groups": True}  # noqa: RUF012
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
+        # scikit-learn's tags plus ``ranker_tags`` (sklearn_ltr.utils.RankerTags), which
+        # subclasses adjust: list context, target kind, extra routed inputs.
+        tags = Tags.from_sklearn(super().__sklearn_tags__())
         tags.estimator_type = "ranker"
         tags.target_tags.required = True
         tags.target_tags.single_output = True
         tags.target_tags.multi_output = False
         return tags
 
-    def score(self, X, y, groups=None, sample_weight=None):
+    def score(self, X, y, groups=None, sample_weight=None, **predict_params):
         """Mean NDCG@10 over the queries of ``X``.
 
         Uses LightGBM's conventions: exponential gain ``2**y - 1``, discount
@@ -200,6 +203,9 @@ class RankerMixin:
         sample_weight : None
             Not supported: must be ``None``. It is in the signature because
             ``Pipeline.score`` passes it under metadata routing.
+        **predict_params
+            Further per-row inputs of ``predict`` (e.g. SetRank's ``initial_rank``),
+            passed on unchanged.
 
         Returns
         -------
@@ -213,7 +219,7 @@ class RankerMixin:
                 f"{type(self).__name__}.score does not support sample_weight; NDCG averages "
                 f"queries with equal weight. Pass sample_weight=None."
             )
-        y_score = self.predict(X, groups=groups)
+        y_score = self.predict(X, groups=groups, **predict_params)
         if groups is None:
             groups = resolve_groups(None, len(y_score), method="score", stacklevel=2).codes
         return float(ndcg_score(y, y_score, groups, k=SCORE_K))
@@ -266,7 +272,7 @@ class BaseRanker(RankerMixin, BaseEstimator):
             "ensure_all_finite": "allow-nan" if self._allow_nan else True,
         }
 
-    def _validate_fit_data(self, X, y, groups, *, method="fit"):
+    def _validate_fit_data(self, X, y, groups, *, method="fit", stacklevel=3):
         """Validate training data; set ``n_features_in_`` and ``feature_names_in_``.
 
         Returns
@@ -281,7 +287,7 @@ class BaseRanker(RankerMixin, BaseEstimator):
         """
         X, y = validate_data(self, X, y, reset=True, y_numeric=True, **self._check_X_kwargs())
         y = check_relevance(y, name="y", integer=self._integer_labels)
-        query_groups = resolve_groups(groups, X.shape[0], method=method, stacklevel=3)
+        query_groups = resolve_groups(groups, X.shape[0], method=method, stacklevel=stacklevel)
         return X, y, query_groups
 
     def _validate_X(self, X):

@@ -1,77 +1,81 @@
-"""scikit-learn's common estimator checks on every public estimator.
+"""The ranker contract suite (scikit-learn's checks plus the ranker checks) on every public estimator.
 
-Each new estimator adds an instance (small and fast: few trees or epochs, one
-thread) to ``ESTIMATORS`` and, for each check that cannot apply to it, an entry
-``check name -> reason`` to ``EXPECTED_FAILED_CHECKS``.
+Estimators are discovered from ``sklearn_ltr.__all__``: a new public estimator fails
+``test_every_public_estimator_is_checked`` until it gets fast settings in ``FAST``, and
+each check that cannot apply to it needs an entry ``check name -> reason`` in
+``EXPECTED_FAILED_CHECKS`` (marked xfail, strict: a check that starts passing fails).
 
-Rankers carry the ``estimator_type="ranker"`` tag (see ``sklearn_ltr.base``), so the
-checks run are the generic and supervised ones, not the regressor checks. The checks
-call ``fit(X, y)`` without ``groups``: a ranker then treats all rows as one query and
-emits ``MissingGroupsWarning``, which is expected here and silenced.
+The checks call ``fit(X, y)`` without ``groups``: a ranker then treats all rows as one
+query and emits ``MissingGroupsWarning``, which is expected here and silenced.
 """
 
+import inspect
+
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.base import BaseEstimator
 
+import sklearn_ltr
 from sklearn_ltr.base import MissingGroupsWarning
-from sklearn_ltr.preprocessing import Log1pTransformer
-from sklearn_ltr.rankers import (
-    DASALCRanker,
-    LambdaMARTRanker,
-    RankingEnsemble,
-    RankNetRanker,
-    SetRankRanker,
-    TwoTowerDebiasedRanker,
-)
+from sklearn_ltr.rankers import LambdaMARTRanker
+from sklearn_ltr.utils.estimator_checks import parametrize_with_checks
 
-ESTIMATORS = [
-    LambdaMARTRanker(n_estimators=5, num_leaves=7, n_jobs=1, random_state=0),
-    Log1pTransformer(),
-    RankNetRanker(hidden_sizes=(8,), max_epochs=2, device="cpu", random_state=0),
-    DASALCRanker(hidden_size=8, n_layers=1, n_attention_layers=1, n_heads=1, head_size=4, max_epochs=2, device="cpu",
-                 random_state=0),
-    SetRankRanker(d_model=8, n_blocks=1, n_heads=2, max_epochs=2, device="cpu", random_state=0),
-    RankingEnsemble(LambdaMARTRanker(n_estimators=5, num_leaves=7, n_jobs=1), n_estimators=2, random_state=0),
-    TwoTowerDebiasedRanker(hidden_sizes=(8,), max_epochs=2, device="cpu", random_state=0),
-]
+_NEURAL = {"max_epochs": 2, "device": "cpu", "random_state": 0}
 
-_CLICKS = (
-    "TwoTowerDebiasedRanker learns from clicks and rejects targets other than 0/1, while this check fits "
-    "on targets with values 0, 1 and 2"
-)
+#: Small, fast settings of every public estimator, by class name.
+FAST = {
+    "LambdaMARTRanker": {"n_estimators": 5, "num_leaves": 7, "n_jobs": 1, "random_state": 0},
+    "Log1pTransformer": {},
+    "RankNetRanker": {"hidden_sizes": (8,), **_NEURAL},
+    "DASALCRanker": {"hidden_size": 8, "n_layers": 1, "n_attention_layers": 1, "n_heads": 1, "head_size": 4,
+                     **_NEURAL},
+    "SetRankRanker": {"d_model": 8, "n_blocks": 1, "n_heads": 2, **_NEURAL},
+    "RankingEnsemble": {"estimator": LambdaMARTRanker(n_estimators=5, num_leaves=7, n_jobs=1), "n_estimators": 2,
+                        "random_state": 0},
+    "TwoTowerDebiasedRanker": {"hidden_sizes": (8,), **_NEURAL},
+}
+
+
+def _public_estimator_classes():
+    classes = (getattr(sklearn_ltr, name) for name in sklearn_ltr.__all__)
+    return sorted((c for c in classes if inspect.isclass(c) and issubclass(c, BaseEstimator)),
+                  key=lambda c: c.__name__)
+
+
+ESTIMATORS = [cls(**FAST[cls.__name__]) for cls in _public_estimator_classes() if cls.__name__ in FAST]
 
 _LIST_CONTEXT = (
     "list context: a document's score depends on the other documents of its query, and the check "
     "scores subsets of one query (groups=None) and compares them with the whole"
 )
 
-# Class name -> {check name: reason it cannot pass}. Today every check passes:
-# - LambdaMARTRanker: the checks' targets are small non-negative integers (valid
-#   relevance grades), it accepts sparse X and NaN (tags say so), and with
-#   groups=None the single query is within LightGBM's 10,000-row limit.
-# - Log1pTransformer: stateless, one-to-one, dtype-preserving.
-# - RankNetRanker: pointwise scorer; seeded, so refits are identical; predicts each row on its own.
-# - DASALCRanker, SetRankRanker: list-context models (see _LIST_CONTEXT); rows of a query are put in a
-#   canonical order before batching, so predictions do not depend on input row order.
-# - RankingEnsemble over LambdaMART: pointwise members, so every check applies.
+_PER_QUERY_WEIGHTS = (
+    "sample_weight weighs whole queries (a ranking loss compares the documents of a query), while the "
+    "check gives the rows of its single query different weights (or reads them as repetitions of rows)"
+)
+
+_OWN_TARGET = (
+    "TwoTowerDebiasedRanker learns from 0/1 clicks; this check builds its target [1, 1, 2, 2, ...] itself, "
+    "without the target hook through which the contract suite feeds clicks to the other checks"
+)
+
+_WEIGHT_CHECKS = dict.fromkeys(
+    ["check_sample_weights_not_overwritten", "check_sample_weight_equivalence_on_dense_data"], _PER_QUERY_WEIGHTS
+)
+
+# Class name -> {check name: reason it cannot pass}.
+# - Every ranker check applies to every ranker: it is driven by the ranker's tags.
+# - TwoTowerDebiasedRanker learns from clicks: its tags say so, and scikit-learn's checks get 0/1
+#   targets, except the two that build their own target.
 EXPECTED_FAILED_CHECKS = {
-    "LambdaMARTRanker": {},
-    "Log1pTransformer": {},
-    "RankNetRanker": {},
-    "DASALCRanker": {"check_methods_subset_invariance": _LIST_CONTEXT},
-    "SetRankRanker": {"check_methods_subset_invariance": _LIST_CONTEXT},
-    "RankingEnsemble": {},
-    "TwoTowerDebiasedRanker": dict.fromkeys(
-        [
-            "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
-            "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
-            "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_dtype_object",
-            "check_f_contiguous_array_estimator", "check_methods_sample_order_invariance",
-            "check_methods_subset_invariance", "check_fit2d_1feature", "check_dict_unchanged",
-            "check_fit2d_predict1d",
-        ],
-        _CLICKS,
-    ),
+    "DASALCRanker": {"check_methods_subset_invariance": _LIST_CONTEXT, **_WEIGHT_CHECKS},
+    "SetRankRanker": {"check_methods_subset_invariance": _LIST_CONTEXT, **_WEIGHT_CHECKS},
+    "RankNetRanker": _WEIGHT_CHECKS,
+    "LambdaMARTRanker": {**_WEIGHT_CHECKS, "check_sample_weight_equivalence_on_sparse_data": _PER_QUERY_WEIGHTS},
+    "TwoTowerDebiasedRanker": {
+        **_WEIGHT_CHECKS,
+        "check_sample_weights_pandas_series": _OWN_TARGET,
+        "check_sample_weights_not_an_array": _OWN_TARGET,
+    },
 }
 
 
@@ -79,8 +83,15 @@ def _expected_failed_checks(estimator):
     return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
 
 
+def test_every_public_estimator_is_checked():
+    names = {cls.__name__ for cls in _public_estimator_classes()}
+    missing = sorted(names - set(FAST))
+    assert not missing, f"public estimators without FAST settings (so not checked): {missing}"
+    assert {type(e).__name__ for e in ESTIMATORS} == names
+
+
 @pytest.mark.filterwarnings(f"ignore::{MissingGroupsWarning.__module__}.{MissingGroupsWarning.__name__}")
 @pytest.mark.filterwarnings("ignore::sklearn_ltr.rankers._two_tower.MissingPositionsWarning")
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
-def test_sklearn_compatible_estimator(estimator, check):
+def test_ranker_contract(estimator, check):
     check(estimator)

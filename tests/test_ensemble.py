@@ -164,8 +164,8 @@ class NoSeedRanker(BaseRanker):
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({"n_estimators": 0}, "n_estimators must be an integer >= 1"),
-        ({"normalize": "minmax"}, "normalize must be one of"),
+        ({"n_estimators": 0}, "'n_estimators' parameter"),
+        ({"normalize": "minmax"}, "'normalize' parameter"),
         ({"estimator": NoSeedRanker()}, "no random_state parameter"),
     ],
 )

@@ -216,11 +216,11 @@ def test_bad_label_gain_and_query_size():
     [
         ({"lgbm_params": {"min_data_in_leaf": 3}}, r"lgbm_params sets \['min_data_in_leaf'\]"),
         ({"lgbm_params": {"objective": "rank_xendcg"}}, "objective is always 'lambdarank'"),
-        ({"lgbm_params": [("max_bin", 3)]}, "lgbm_params must be a dict"),
-        ({"eval_at": (0, 5)}, "eval_at must be a non-empty sequence of positive integers"),
-        ({"early_stopping_rounds": 0}, "early_stopping_rounds must be a positive integer"),
+        ({"lgbm_params": [("max_bin", 3)]}, "'lgbm_params' parameter"),
+        ({"eval_at": (0, 5)}, "'eval_at' parameter"),
+        ({"early_stopping_rounds": 0}, "'early_stopping_rounds' parameter"),
         ({"early_stopping_rounds": 5}, "early_stopping_rounds needs validation queries"),
-        ({"label_gain": [[0, 1]]}, "label_gain must be a non-empty 1-D sequence"),
+        ({"label_gain": [[0, 1]]}, "'label_gain' parameter"),
     ],
 )
 def test_bad_parameters_raise_in_fit(interleaved, params, match):

@@ -2,6 +2,7 @@
 
 import itertools
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -16,7 +17,9 @@ from skorch.callbacks import Callback, LRScheduler
 from sklearn_ltr import RankNetRanker, ndcg_scorer
 from sklearn_ltr._skorch import build_dataset
 from sklearn_ltr.datasets import load_svmlight_ranking, make_ranking
+from sklearn_ltr.exceptions import NonFiniteLossError, TrainingInterruptedWarning
 from sklearn_ltr.metrics import ndcg_score, swapped_pairs
+from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -129,14 +132,17 @@ def test_pickle_and_clone(data):
     assert not hasattr(fresh, "net_") and fresh.get_params() == ranker.get_params()
 
 
-def test_every_loss_trains(data):
+@pytest.mark.parametrize("name", sorted(__import__("sklearn_ltr.losses", fromlist=["LOSSES"]).LOSSES))
+def test_every_loss_learns(data, name):
+    # Each loss must move the network towards the labels: a loss returning a constant (no
+    # gradient) would leave the training NDCG where an untrained network has it.
     X, y, qid = data
-    from sklearn_ltr.losses import LOSSES
-
-    rows = qid < 15
-    for name in LOSSES:
-        ranker = RankNetRanker(loss=name, max_epochs=1, random_state=0).fit(X[rows], y[rows], qid[rows])
-        assert np.isfinite(ranker.predict(X[rows])).all(), name
+    rows = qid < 20
+    settings = {"loss": name, "hidden_sizes": (16,), "max_epochs": 6, "random_state": 0}
+    trained = RankNetRanker(lr=1e-2, **settings).fit(X[rows], y[rows], qid[rows])
+    untrained = RankNetRanker(lr=1e-12, **settings).fit(X[rows], y[rows], qid[rows])
+    gain = trained.score(X[rows], y[rows], qid[rows]) - untrained.score(X[rows], y[rows], qid[rows])
+    assert gain > 0.02, (name, gain)
 
 
 def test_callable_loss_and_loss_params(data):
@@ -151,14 +157,22 @@ def test_callable_loss_and_loss_params(data):
 
     RankNetRanker(loss=loss, max_epochs=1).fit(X, y, qid)
     assert calls and all(len(shape) == 2 for shape in calls)
-    RankNetRanker(loss="ranknet", loss_params={"sigma": 2.0}, max_epochs=1).fit(X, y, qid)
+    # loss_params reach the loss: another sigma trains another model from the same seed.
+    sigma_1 = RankNetRanker(loss="ranknet", max_epochs=2, random_state=0).fit(X, y, qid).predict(X)
+    sigma_4 = RankNetRanker(loss="ranknet", loss_params={"sigma": 4.0}, max_epochs=2, random_state=0).fit(X, y, qid)
+    assert not np.allclose(sigma_4.predict(X), sigma_1)
 
 
-def test_early_stopping_stops_and_restores(data):
+def test_early_stopping_stops_after_patience(data):
+    # Restoring the best epoch's weights is checked by the contract suite
+    # (check_early_stopping_restores_best); here: stopping itself, and no interruption warning.
     X, y, qid = data
     ranker = RankNetRanker(lr=1e-12, max_epochs=30, early_stopping=True, n_iter_no_change=2, random_state=0)
-    ranker.fit(X, y, qid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TrainingInterruptedWarning)
+        ranker.fit(X, y, qid)
     assert ranker.n_iter_ == 3  # no improvement after the first epoch, patience 2
+    assert ranker.best_iteration_ == 1
     assert "valid_ndcg@10" in ranker.history_[-1]
 
 
@@ -197,25 +211,39 @@ def test_long_lists_are_subsampled_in_training_only():
     assert ranker.predict(X, groups).shape == (345,)
 
 
-def test_single_document_queries(data):
+@pytest.mark.parametrize("loss", ["ranknet", "softmax"])
+def test_single_document_queries_give_nothing_to_learn(loss):
+    # One document per query: no pair to order and a softmax over one item, so the loss is 0
+    # and the weights never move (the model of 3 epochs is the model of 1).
     X = np.arange(10, dtype=np.float32).reshape(5, 2)
-    RankNetRanker(max_epochs=2, batch_norm=True).fit(X, [0, 1, 0, 2, 1], groups=[1, 2, 3, 4, 5])
+    y, qid = [0, 1, 0, 2, 1], [1, 2, 3, 4, 5]
+    one = RankNetRanker(loss=loss, max_epochs=1, random_state=0).fit(X, y, qid)
+    three = RankNetRanker(loss=loss, max_epochs=3, random_state=0).fit(X, y, qid)
+    assert three.history_[:, "train_loss"] == [0.0, 0.0, 0.0]
+    np.testing.assert_array_equal(three.predict(X), one.predict(X))
+
+
+def test_single_document_queries_with_batch_norm():
+    X = np.arange(10, dtype=np.float32).reshape(5, 2)
+    ranker = RankNetRanker(max_epochs=2, batch_norm=True, random_state=0).fit(X, [0, 1, 0, 2, 1], [1, 2, 3, 4, 5])
+    scores = ranker.predict(X)
+    assert np.isfinite(scores).all() and len(np.unique(scores)) == 5  # a real scorer, not a constant
 
 
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({"lr": 0}, "lr must be a number > 0"),
-        ({"batch_size": 0}, "batch_size must be an integer >= 1"),
-        ({"max_epochs": 1.5}, "max_epochs must be an integer"),
-        ({"max_list_length": 1}, "max_list_length must be an integer >= 2"),
-        ({"validation_fraction": 1.0}, "validation_fraction must be"),
+        ({"lr": 0}, "'lr' parameter"),
+        ({"batch_size": 0}, "'batch_size' parameter"),
+        ({"max_epochs": 1.5}, "'max_epochs' parameter"),
+        ({"max_list_length": 1}, "'max_list_length' parameter"),
+        ({"validation_fraction": 1.0}, "'validation_fraction' parameter"),
         ({"loss": "hinge"}, "hinge"),
-        ({"optimizer": "lbfgs"}, "optimizer must be one of"),
-        ({"hidden_sizes": (4, 0)}, "hidden_sizes must be positive integers"),
-        ({"activation": "swish"}, "activation must be one of"),
-        ({"dropout": 1.0}, "dropout must be"),
-        ({"device": "tpu"}, "device must be"),
+        ({"optimizer": "lbfgs"}, "'optimizer' parameter"),
+        ({"hidden_sizes": (4, 0)}, "'hidden_sizes' parameter"),
+        ({"activation": "swish"}, "'activation' parameter"),
+        ({"dropout": 1.0}, "'dropout' parameter"),
+        ({"device": "tpu"}, "'device' parameter"),
     ],
 )
 def test_bad_parameters(data, params, match):
@@ -275,3 +303,140 @@ def test_cuda_trained_model_predicts_on_cpu_after_pickling(data):
     restored.net_.set_params(device="cpu")
     restored.net_.module_.to("cpu")
     np.testing.assert_allclose(restored.predict(X), ranker.predict(X), rtol=2e-2, atol=2e-2)
+
+
+# --- failure modes: every one loud, named, and before the work is wasted ----------------------------
+def test_ndcg_losses_train_on_labels_of_200(data):
+    # 2**200 overflows float32: gains are scaled per query, so an NDCG-type loss still learns.
+    X, y, qid = data
+    for loss in ("lambdarank", "approx_ndcg", "neuralsort_ndcg", "gumbel_approx_ndcg"):
+        ranker = RankNetRanker(loss=loss, max_epochs=2, lr=1e-2, random_state=0).fit(X, y * 50, qid)
+        assert np.isfinite(ranker.history_[:, "train_loss"]).all(), loss
+        assert np.isfinite(ranker.predict(X)).all(), loss
+
+
+def _nan_loss(scores, labels, mask):
+    return scores.sum() * float("nan")
+
+
+@pytest.mark.parametrize("params", [{"lr": 1e8, "optimizer": "sgd"}, {"loss": _nan_loss}])
+def test_non_finite_training_is_an_error_naming_the_epoch(data, params):
+    X, y, qid = data
+    with pytest.raises(NonFiniteLossError, match=r"at epoch 1, batch \d+.*(learning rate|lr=)") as caught:
+        RankNetRanker(max_epochs=3, random_state=0, **params).fit(X * 1e3, y, qid)
+    assert isinstance(caught.value, FloatingPointError) and isinstance(caught.value, ValueError)
+
+
+def test_predict_refuses_to_return_non_finite_scores(data):
+    X, y, qid = data
+    ranker = RankNetRanker(hidden_sizes=(), max_epochs=1, random_state=0).fit(X, y, qid)
+    with pytest.raises(ValueError, match="non-finite scores.*scale the features"):
+        ranker.predict(np.full(X.shape, 1e300))  # finite in float64, inf in the network's float32
+
+
+def test_random_state_instance_is_accepted(data):
+    X, y, qid = data
+    first = RankNetRanker(max_epochs=1, random_state=np.random.RandomState(0)).fit(X, y, qid).predict(X)
+    again = RankNetRanker(max_epochs=1, random_state=np.random.RandomState(0)).fit(X, y, qid).predict(X)
+    np.testing.assert_array_equal(first, again)  # the same draws from the same state
+
+
+def _three_argument_loss(scores, labels):
+    return scores.mean()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("random_state", -1), ("random_state", "a"), ("loss_params", "sigma=2"), ("callbacks", ["x"]),
+        ("loss", _three_argument_loss), ("early_stopping", "no"), ("batch_norm", "yes"), ("verbose", "loud"),
+        ("hidden_sizes", (4, 0)), ("device", "tpu"), ("optimizer", "lbfgs"), ("optimizer", dict),
+    ],
+)
+def test_bad_parameters_name_the_parameter(data, name, value):
+    X, y, qid = data
+    ranker = RankNetRanker(max_epochs=1, **{name: value})
+    assert ranker.get_params()[name] is value  # stored verbatim, checked in fit
+    with pytest.raises(InvalidParameterError, match=rf"The '{name}' parameter of RankNetRanker must be"):
+        ranker.fit(X, y, qid)
+
+
+@pytest.mark.parametrize("options", [{"temperature": 1.0}, {"weights": None}, {"reduction": "sum"}])
+def test_bad_loss_params_name_loss_params(data, options):
+    X, y, qid = data
+    with pytest.raises(InvalidParameterError, match="loss_params of RankNetRanker"):
+        RankNetRanker(max_epochs=1, loss_params=options).fit(X, y, qid)
+
+
+def test_a_query_too_long_for_memory_is_refused_before_training(monkeypatch):
+    from sklearn_ltr import _memory
+
+    monkeypatch.setattr(_memory, "available_memory", lambda device: 2 * 10**9)  # 2 GB free
+    X = np.random.default_rng(0).normal(size=(12_000, 3)).astype(np.float32)
+    y = np.arange(12_000) % 3
+    ranker = RankNetRanker(max_epochs=1)
+    with pytest.raises(MemoryError, match=r"12000 documents.*pairwise loss 'ranknet'.*max_list_length=\d+"):
+        ranker.fit(X, y, np.zeros(12_000))
+    assert not hasattr(ranker, "net_")
+    # The advice works: with the suggested cap the same data trains (and predicts every row).
+    cap = int(__import__("re").search(r"max_list_length=(\d+)", str(_last_error(ranker, X, y))).group(1))
+    fitted = RankNetRanker(max_epochs=1, max_list_length=cap, random_state=0).fit(X, y, np.zeros(12_000))
+    assert np.isfinite(fitted.predict(X)).all()
+
+
+def _last_error(ranker, X, y):
+    try:
+        ranker.fit(X, y, np.zeros(len(y)))
+    except MemoryError as error:
+        return error
+    raise AssertionError("no MemoryError")
+
+
+def test_memory_estimate_of_a_batch_by_hand():
+    from sklearn_ltr._memory import batch_bytes
+
+    # 2 lists of 1,000 documents, 8 [L, L] float32 tensors per list and 10 values per document.
+    assert batch_bytes(2, 1000, quadratic=8, linear=10) == 4 * (2000 * 10 + 2 * 1000**2 * 8)
+
+
+def test_interrupted_fit_warns_with_the_epoch(data):
+    X, y, qid = data
+
+    class Interrupt(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            if len(net.history) == 2:
+                raise KeyboardInterrupt
+
+    with pytest.warns(TrainingInterruptedWarning, match=r"after 2 complete epoch\(s\) of max_epochs=5"):
+        ranker = RankNetRanker(max_epochs=5, callbacks=[Interrupt()], random_state=0).fit(X, y, qid)
+    assert ranker.n_iter_ == 2 and np.isfinite(ranker.predict(X)).all()
+
+
+def test_zero_weight_queries_do_not_train(data):
+    # A query of weight 0 contributes nothing: its labels cannot change the model.
+    X, y, qid = data
+    weights = np.where(qid < 10, 0.0, 1.0)
+    scrambled = y.copy()
+    scrambled[qid < 10] = np.random.default_rng(0).permutation(y[qid < 10])
+    settings = {"max_epochs": 2, "random_state": 0}
+    first = RankNetRanker(**settings).fit(X, y, qid, sample_weight=weights).predict(X)
+    second = RankNetRanker(**settings).fit(X, scrambled, qid, sample_weight=weights).predict(X)
+    np.testing.assert_array_equal(first, second)
+    unweighted = RankNetRanker(**settings).fit(X, scrambled, qid).predict(X)
+    assert not np.allclose(unweighted, first)
+
+
+def test_sample_weight_errors(data):
+    X, y, qid = data
+    with pytest.raises(ValueError, match="sample_weight must be the same for every row of a query"):
+        RankNetRanker(max_epochs=1).fit(X, y, qid, sample_weight=np.arange(len(y), dtype=float))
+    with pytest.raises(ValueError, match="sample_weight must be 1-D with one weight per row"):
+        RankNetRanker(max_epochs=1).fit(X, y, qid, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="sample_weight must hold finite, non-negative"):
+        RankNetRanker(max_epochs=1).fit(X, y, qid, sample_weight=-np.ones(len(y)))
+    with pytest.raises(ValueError, match="takes no per-query weights"):
+        RankNetRanker(max_epochs=1, loss=_three_plus_loss).fit(X, y, qid, sample_weight=np.ones(len(y)))
+
+
+def _three_plus_loss(scores, labels, mask):
+    return (scores * mask).pow(2).mean()

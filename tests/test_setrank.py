@@ -239,16 +239,16 @@ def test_pickle_and_clone(data, fitted):
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({"d_model": 0}, "d_model must be an integer >= 1"),
+        ({"d_model": 0}, "'d_model' parameter"),
         ({"d_model": 10, "n_heads": 4}, "divisible by n_heads"),
-        ({"block": "isab"}, "block must be one of"),
-        ({"n_inducing_points": 0}, "n_inducing_points must be"),
-        ({"ff_size": 0}, "ff_size must be"),
-        ({"dropout": -0.1}, "dropout must be"),
-        ({"max_rank": 0}, "max_rank must be"),
-        ({"n_blocks": -1}, "n_blocks must be"),
+        ({"block": "isab"}, "'block' parameter"),
+        ({"n_inducing_points": 0}, "'n_inducing_points' parameter"),
+        ({"ff_size": 0}, "'ff_size' parameter"),
+        ({"dropout": -0.1}, "'dropout' parameter"),
+        ({"max_rank": 0}, "'max_rank' parameter"),
+        ({"n_blocks": -1}, "'n_blocks' parameter"),
         ({"loss": "hinge"}, "hinge"),
-        ({"attention_dropout": -1}, "attention_dropout must be"),
+        ({"attention_dropout": -1}, "'attention_dropout' parameter"),
     ],
 )
 def test_bad_parameters(data, params, match):

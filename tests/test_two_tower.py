@@ -206,13 +206,13 @@ def test_bad_positions_type(clicks_data):
 
 
 @pytest.mark.parametrize(("params", "match"), [
-    ({"combination": "max"}, "combination must be one of"),
-    ({"reversal_target": "labels"}, "reversal_target must be one of"),
-    ({"observation_dropout": 1.0}, "observation_dropout must be"),
-    ({"gradient_reversal": -1.0}, "gradient_reversal must be"),
-    ({"max_position": 0}, "max_position must be an integer >= 1"),
-    ({"observation_hidden_sizes": (0,)}, "observation_hidden_sizes must be positive"),
-    ({"lr": 0}, "lr must be a number > 0"),
+    ({"combination": "max"}, "'combination' parameter"),
+    ({"reversal_target": "labels"}, "'reversal_target' parameter"),
+    ({"observation_dropout": 1.0}, "'observation_dropout' parameter"),
+    ({"gradient_reversal": -1.0}, "'gradient_reversal' parameter"),
+    ({"max_position": 0}, "'max_position' parameter"),
+    ({"observation_hidden_sizes": (0,)}, "'observation_hidden_sizes' parameter"),
+    ({"lr": 0}, "'lr' parameter"),
 ])
 def test_bad_parameters(clicks_data, params, match):
     X, clicks, qid, positions = clicks_data

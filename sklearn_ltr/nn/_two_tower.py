@@ -340,13 +340,14 @@ def click_log_likelihood(relevance, observation, clicks, combination="additive")
     return clicks * log_click + (1 - clicks) * (log_rest + log_click)
 
 
-def _mean_per_query(per_doc, mask):
-    """Mean over each query's documents, then over the queries with documents (as ``sigmoid_ce``)."""
+def _mean_per_query(per_doc, mask, weights=None):
+    """Mean over each query's documents, then (weighted) over the queries with documents (as ``sigmoid_ce``)."""
     per_doc = torch.where(mask, per_doc, 0.0)
     n_docs = mask.sum(dim=1)
     per_query = per_doc.sum(dim=1) / n_docs.clamp(min=1)
-    has_docs = n_docs > 0
-    return per_query[has_docs].sum() / has_docs.sum().clamp(min=1)
+    has_docs = (n_docs > 0).to(per_query.dtype)
+    weights = has_docs if weights is None else has_docs * weights.to(per_query.dtype)
+    return (weights * per_query).sum() / weights.sum().clamp(min=torch.finfo(per_query.dtype).tiny)
 
 
 class TwoTowerClickLoss(nn.Module):
@@ -405,7 +406,7 @@ class TwoTowerClickLoss(nn.Module):
         self.combination = combination
         self.reversal_target = reversal_target
 
-    def forward(self, output, clicks, mask):
+    def forward(self, output, clicks, mask, weights=None):
         r"""Mean loss over the queries of a batch.
 
         Parameters
@@ -416,6 +417,8 @@ class TwoTowerClickLoss(nn.Module):
             1 where a document was clicked, else 0; values on padding are ignored.
         mask : torch.Tensor of bool, shape (batch, list)
             True on real documents.
+        weights : torch.Tensor of shape (batch,), default=None
+            Non-negative weight of each query in the mean over queries (None: all 1).
 
         Returns
         -------
@@ -429,9 +432,9 @@ class TwoTowerClickLoss(nn.Module):
             combination = self.combination
         relevance, observation = output.relevance.float(), output.observation.float()
         clicks = torch.where(mask, clicks.float(), 0.0)
-        loss = _mean_per_query(-click_log_likelihood(relevance, observation, clicks, combination), mask)
+        loss = _mean_per_query(-click_log_likelihood(relevance, observation, clicks, combination), mask, weights)
         if output.adversary is not None:
             target = clicks if self.reversal_target == "clicks" else torch.sigmoid(relevance).detach()
             adversary = F.binary_cross_entropy_with_logits(output.adversary.float(), target, reduction="none")
-            loss = loss + _mean_per_query(adversary, mask)
+            loss = loss + _mean_per_query(adversary, mask, weights)
         return loss

@@ -7,6 +7,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from sklearn_ltr.utils._sklearn_compat import validate_estimator_params
+
 __all__ = ["Log1pTransformer"]
 
 _CHECK_KWARGS = {
@@ -118,6 +120,8 @@ class Log1pTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ('csr', True)
     """
 
+    _parameter_constraints = {"copy": ["boolean"]}  # noqa: RUF012
+
     def __init__(self, *, copy=True):
         self.copy = copy
 
@@ -144,6 +148,7 @@ class Log1pTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self : object
             Fitted transformer.
         """
+        validate_estimator_params(self)
         self._check_input(X, reset=True)
         return self
 
@@ -162,6 +167,7 @@ class Log1pTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             CSC for sparse input.
         """
         check_is_fitted(self)  # a no-op: the transformer is stateless (requires_fit=False)
+        validate_estimator_params(self)  # transform may run without fit
         # With copy=True, _signed writes into fresh memory, so validation need not copy;
         # with copy=False it writes into X, which must then be writeable.
         X = self._check_input(X, reset=False, force_writeable=not self.copy)
@@ -181,6 +187,7 @@ class Log1pTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
             Data in the original feature space.
         """
+        validate_estimator_params(self)
         X = check_array(X, force_writeable=not self.copy, **_CHECK_KWARGS)
         n_features_in = getattr(self, "n_features_in_", None)
         if n_features_in is not None and X.shape[1] != n_features_in:

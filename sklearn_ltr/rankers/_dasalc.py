@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
+from numbers import Integral, Real
 
 from sklearn_ltr.nn._dasalc import DASALCNet
-from sklearn_ltr.rankers._neural import NeuralRanker, _check_number
+from sklearn_ltr.rankers._neural import NeuralRanker
+from sklearn_ltr.utils._sklearn_compat import Interval
 
 __all__ = ["DASALCRanker"]
 
@@ -37,6 +38,13 @@ class DASALCRanker(NeuralRanker):
     ``n_attention_layers=0`` (a plain MLP). For DASALC-ens, wrap it in
     :class:`sklearn_ltr.rankers.RankingEnsemble`.
 
+    Memory: each attention head holds an ``[L, L]`` matrix per list of ``L`` documents
+    (about four per head and layer with their gradients in training). ``fit`` estimates the
+    largest batch before training and raises a ``MemoryError`` naming ``max_list_length``
+    when it would not fit; ``predict`` scores whole lists, in smaller batches when memory
+    is short, and raises a ``MemoryError`` naming the query size when even one list
+    cannot be scored.
+
     Parameters
     ----------
     hidden_size : int, default=512
@@ -60,43 +68,7 @@ class DASALCRanker(NeuralRanker):
         Dropout on the attention weights; ``None`` uses ``dropout`` (the reference). On CPU,
         attention-weight dropout needs the unfused attention path: 0 trains about a quarter
         faster.
-    loss : str or callable, default="softmax"
-        A name of :data:`sklearn_ltr.losses.LOSSES` or a function
-        ``loss(scores, labels, mask) -> scalar``.
-    loss_params : dict, default=None
-        Options of the loss, e.g. ``{"target": "softmax"}``.
-    lr : float, default=1e-3
-        Learning rate.
-    optimizer : {"adam", "adamw", "sgd"} or torch optimizer class, default="adam"
-        Optimiser.
-    weight_decay : float, default=0.0
-        L2 penalty of the optimiser.
-    max_epochs : int, default=20
-        Passes over the training queries.
-    batch_size : int, default=32
-        Queries per batch.
-    max_list_length : int, default=None
-        Training lists longer than this are subsampled, keeping relevant
-        documents first; prediction always scores whole lists.
-    validation_fraction : float, default=None
-        Share of training queries held out to log ``valid_ndcg@10`` in
-        ``history_`` each epoch. ``None`` holds out nothing (0.1 when
-        ``early_stopping`` is on).
-    early_stopping : bool, default=False
-        Stop when the validation NDCG@10 has not improved for
-        ``n_iter_no_change`` epochs and restore the best epoch's weights.
-    n_iter_no_change : int, default=5
-        Patience of early stopping, in epochs.
-    device : {"auto", "cpu", "cuda"}, default="auto"
-        ``"auto"`` trains on CUDA when available (bf16 autocast), else CPU.
-        A model trained on CUDA pickles and loads on a CPU-only machine.
-    random_state : int, RandomState instance or None, default=None
-        Seeds weights, noise, dropout, shuffling, subsampling and the validation
-        split: the same seed gives the same predictions on CPU.
-    callbacks : list of skorch callbacks, default=None
-        Extra skorch callbacks (e.g. ``LRScheduler``, ``Checkpoint``); copied at fit time.
-    verbose : int, default=0
-        0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.
+    %(neural_parameters)s
 
     Attributes
     ----------
@@ -106,6 +78,8 @@ class DASALCRanker(NeuralRanker):
         Per-epoch training loss, validation loss and ``valid_ndcg@10``.
     n_iter_ : int
         Epochs run.
+    best_iteration_ : int or None
+        With ``early_stopping``, the epoch whose weights were kept; else None.
     device_ : str
         Device the model was trained on.
     n_features_in_ : int
@@ -159,72 +133,35 @@ class DASALCRanker(NeuralRanker):
     True
     """
 
-    _list_context = True
+    _module_parameters = {  # noqa: RUF012
+        "hidden_size": 512, "n_layers": 2, "dropout": 0.4, "log1p": True, "noise_std": 1.5,
+        "n_attention_layers": 4, "n_heads": 2, "head_size": 100, "attention_dropout": None,
+    }  # fmt: skip
+    _default_loss = "softmax"
+    _parameter_constraints = {  # noqa: RUF012
+        "hidden_size": [Interval(Integral, 1, None, closed="left")],
+        "n_layers": [Interval(Integral, 0, None, closed="left")],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "log1p": ["boolean"],
+        "noise_std": [Interval(Real, 0, None, closed="left")],
+        "n_attention_layers": [Interval(Integral, 0, None, closed="left")],
+        "n_heads": [Interval(Integral, 1, None, closed="left")],
+        "head_size": [Interval(Integral, 1, None, closed="left")],
+        "attention_dropout": [Interval(Real, 0, 1, closed="left"), None],
+    }
 
-    def __init__(
-        self,
-        hidden_size=512,
-        n_layers=2,
-        dropout=0.4,
-        log1p=True,
-        noise_std=1.5,
-        n_attention_layers=4,
-        n_heads=2,
-        head_size=100,
-        attention_dropout=None,
-        *,
-        loss="softmax",
-        loss_params=None,
-        lr=1e-3,
-        optimizer="adam",
-        weight_decay=0.0,
-        max_epochs=20,
-        batch_size=32,
-        max_list_length=None,
-        validation_fraction=None,
-        early_stopping=False,
-        n_iter_no_change=5,
-        device="auto",
-        random_state=None,
-        callbacks=None,
-        verbose=0,
-    ):
-        self.hidden_size = hidden_size
-        self.n_layers = n_layers
-        self.dropout = dropout
-        self.log1p = log1p
-        self.noise_std = noise_std
-        self.n_attention_layers = n_attention_layers
-        self.n_heads = n_heads
-        self.head_size = head_size
-        self.attention_dropout = attention_dropout
-        self.loss = loss
-        self.loss_params = loss_params
-        self.lr = lr
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.max_list_length = max_list_length
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.device = device
-        self.random_state = random_state
-        self.callbacks = callbacks
-        self.verbose = verbose
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.ranker_tags.list_context = True
+        return tags
+
+    def _attention_shape(self):
+        return self.n_attention_layers, self.n_heads
+
+    def _activation_width(self):
+        return self.hidden_size * (self.n_layers + 2) + 3 * self.n_heads * self.head_size * self.n_attention_layers
 
     def _module_spec(self, n_features):
-        _check_number("hidden_size", self.hidden_size, low=1, integer=True)
-        _check_number("n_layers", self.n_layers, low=0, integer=True)
-        _check_number("dropout", self.dropout, low=0, high=1)
-        _check_number("noise_std", self.noise_std, low=0)
-        _check_number("n_attention_layers", self.n_attention_layers, low=0, integer=True)
-        _check_number("n_heads", self.n_heads, low=1, integer=True)
-        _check_number("head_size", self.head_size, low=1, integer=True)
-        _check_number("attention_dropout", self.attention_dropout, low=0, high=1, allow_none=True)
-        if not isinstance(self.log1p, (bool, np.bool_)):
-            raise ValueError(f"log1p must be True or False; got {self.log1p!r}.")
         return DASALCNet, {
             "n_features": n_features,
             "hidden_size": int(self.hidden_size),

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import numbers
+import copy
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import MetaEstimatorMixin, clone
 from sklearn.utils import Bunch, check_random_state, get_tags
-from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, _routing_enabled, process_routing
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_ltr._groups import order_within_groups
-from sklearn_ltr.base import SCORE_K, BaseRanker, resolve_groups
+from sklearn_ltr.base import BaseRanker, resolve_groups
+from sklearn_ltr.utils._sklearn_compat import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    _routing_enabled,
+    validate_estimator_params,
+)
 
 __all__ = ["RankingEnsemble", "normalize_scores"]
 
@@ -156,6 +164,13 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
     True
     """
 
+    _parameter_constraints = {  # noqa: RUF012
+        "estimator": [HasMethods(["fit", "predict"]), None],
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "normalize": [StrOptions({"zscore", "rank"}), None],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, estimator=None, n_estimators=5, *, normalize=None, random_state=None):
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -210,11 +225,7 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
         self : object
             The fitted ensemble.
         """
-        if not (isinstance(self.n_estimators, numbers.Integral) and not isinstance(self.n_estimators, bool)
-                and self.n_estimators >= 1):
-            raise ValueError(f"n_estimators must be an integer >= 1; got {self.n_estimators!r}.")
-        if self.normalize not in NORMALIZATIONS:
-            raise ValueError(f"normalize must be one of {list(NORMALIZATIONS)}; got {self.normalize!r}.")
+        validate_estimator_params(self)
         base = self._base()
         seed_params = [key for key in base.get_params(deep=True)
                        if key == "random_state" or key.endswith("__random_state")]
@@ -258,44 +269,13 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
             scores = [normalize_scores(s, query_groups, self.normalize) for s in scores]
         return np.mean(scores, axis=0)
 
-    def score(self, X, y, groups=None, sample_weight=None, **predict_params):
-        """Mean NDCG@10 over the queries of ``X``.
-
-        The conventions of :meth:`sklearn_ltr.base.RankerMixin.score` (LightGBM's NDCG),
-        with the scores of :meth:`predict`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to rank.
-        y : array-like of shape (n_samples,)
-            Graded relevance labels.
-        groups : array-like of shape (n_samples,), default=None
-            Query id of each row; ``None`` scores all rows as one query, with a warning.
-        sample_weight : None
-            Not supported: must be ``None`` (in the signature for ``Pipeline.score``
-            under metadata routing).
-        **predict_params
-            Further arguments of the members' ``predict``.
-
-        Returns
-        -------
-        score : float
-            Mean NDCG@10 over queries.
-        """
-        from sklearn_ltr.metrics import ndcg_score
-
-        if sample_weight is not None:
-            raise ValueError(f"{type(self).__name__}.score does not support sample_weight; pass None.")
-        y_score = self.predict(X, groups=groups, **predict_params)
-        if groups is None:
-            groups = resolve_groups(None, len(y_score), method="score", stacklevel=2).codes
-        return float(ndcg_score(y, y_score, groups, k=SCORE_K))
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         base = get_tags(self._base())
         tags.input_tags.sparse = base.input_tags.sparse
         tags.input_tags.allow_nan = base.input_tags.allow_nan
         tags.non_deterministic = self.random_state is None  # the members' seeds are drawn at random
+        member = getattr(base, "ranker_tags", None)
+        if member is not None:  # list context and routed inputs are the members'
+            tags.ranker_tags = copy.deepcopy(member)
         return tags

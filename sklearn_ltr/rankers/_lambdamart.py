@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import numbers
+from numbers import Integral, Real
 
 import numpy as np
 
-from sklearn_ltr._groups import QueryGroups
+from sklearn_ltr._groups import QueryGroups, check_query_weights
 from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.base import BaseRanker
 from sklearn_ltr.rankers import _lambdamart_dask as _dask  # imports dask only when given Dask input
 from sklearn_ltr.rankers._lambdarank_inputs import (
     as_spmatrix,
     check_label_range,
+    check_lgbm_param_names,
     check_query_size,
     eval_entries,
     is_positive_int,
@@ -20,6 +22,7 @@ from sklearn_ltr.rankers._lambdarank_inputs import (
     sort_rows,
     taken_names,
 )
+from sklearn_ltr.utils._sklearn_compat import Interval, InvalidParameterError, StrOptions, validate_estimator_params
 
 __all__ = ["LambdaMARTRanker"]
 
@@ -217,6 +220,34 @@ class LambdaMARTRanker(BaseRanker):
     _allow_nan = True
     _integer_labels = True
 
+    # Per-query weights travel with the queries, like ``groups``.
+    __metadata_request__fit = {"groups": True, "sample_weight": True}  # noqa: RUF012
+
+    # LightGBM's own limits (docs' Parameters page), checked before LightGBM sees them.
+    _parameter_constraints = {  # noqa: RUF012
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "num_leaves": [Interval(Integral, 2, 131072, closed="both")],
+        "max_depth": [Integral],
+        "min_child_samples": [Interval(Integral, 0, None, closed="left")],
+        "min_child_weight": [Interval(Real, 0, None, closed="left")],
+        "subsample": [Interval(Real, 0, 1, closed="right")],
+        "subsample_freq": [Interval(Integral, 0, None, closed="left")],
+        "colsample_bytree": [Interval(Real, 0, 1, closed="right")],
+        "reg_alpha": [Interval(Real, 0, None, closed="left")],
+        "reg_lambda": [Interval(Real, 0, None, closed="left")],
+        "label_gain": ["array-like", None],
+        "lambdarank_truncation_level": [Interval(Integral, 1, None, closed="left")],
+        "eval_at": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "early_stopping_rounds": [Interval(Integral, 1, None, closed="left"), None],
+        "importance_type": [StrOptions({"split", "gain"})],
+        "random_state": ["random_state"],
+        "n_jobs": [Integral, None],
+        "verbose": [Integral],
+        "lgbm_params": [dict, None],
+        "client": "no_validation",
+    }
+
     def __init__(
         self,
         *,
@@ -277,21 +308,20 @@ class LambdaMARTRanker(BaseRanker):
         kwargs["objective"] = "lambdarank"
         kwargs["lambdarank_truncation_level"] = self.lambdarank_truncation_level
         if self.label_gain is not None:
-            gain = np.asarray(self.label_gain, dtype=np.float64)
+            try:
+                gain = np.asarray(self.label_gain, dtype=np.float64)
+            except (TypeError, ValueError):
+                gain = np.empty(0)
             if gain.ndim != 1 or gain.size == 0 or not np.isfinite(gain).all():
-                raise ValueError(
-                    f"label_gain must be a non-empty 1-D sequence of finite numbers; got {self.label_gain!r}."
+                raise InvalidParameterError(
+                    f"The 'label_gain' parameter of LambdaMARTRanker must be a non-empty 1-D sequence of finite "
+                    f"numbers or None. Got {self.label_gain!r} instead."
                 )
             kwargs["label_gain"] = gain.tolist()
         if self.early_stopping_rounds is not None:
-            if not is_positive_int(self.early_stopping_rounds):
-                raise ValueError(
-                    f"early_stopping_rounds must be a positive integer or None; got {self.early_stopping_rounds!r}."
-                )
             kwargs["early_stopping_round"] = int(self.early_stopping_rounds)
         extra = {} if self.lgbm_params is None else self.lgbm_params
-        if not isinstance(extra, dict):
-            raise ValueError(f"lgbm_params must be a dict or None; got {type(extra).__name__}.")
+        check_lgbm_param_names(extra)
         own = (*self._LGBM_KEYWORDS, "label_gain", "lambdarank_truncation_level")
         clashes = sorted(set(extra) & taken_names(own))
         if clashes:
@@ -307,7 +337,10 @@ class LambdaMARTRanker(BaseRanker):
         if isinstance(eval_at, numbers.Integral):
             eval_at = (eval_at,)
         if not (isinstance(eval_at, (list, tuple)) and eval_at and all(is_positive_int(k) for k in eval_at)):
-            raise ValueError(f"eval_at must be a non-empty sequence of positive integers; got {self.eval_at!r}.")
+            raise InvalidParameterError(
+                f"The 'eval_at' parameter of LambdaMARTRanker must be a positive int or a non-empty sequence of "
+                f"positive ints. Got {self.eval_at!r} instead."
+            )
         return [int(k) for k in eval_at]
 
     def _check_lambdarank(self, y, query_groups, name, *, groups_none=False):
@@ -317,7 +350,7 @@ class LambdaMARTRanker(BaseRanker):
         hint = " (groups=None makes all rows one query: pass groups)" if groups_none else ""
         check_query_size(int(query_groups.sizes[largest]), query_groups.ids[largest].item(), name, hint=hint)
 
-    def fit(self, X, y, groups=None, *, eval_set=None, eval_names=None, callbacks=None):
+    def fit(self, X, y, groups=None, *, sample_weight=None, eval_set=None, eval_names=None, callbacks=None):
         """Train the LambdaMART model.
 
         Parameters
@@ -329,6 +362,10 @@ class LambdaMARTRanker(BaseRanker):
         groups : array-like of shape (n_samples,), default=None
             Query id of each row (integers or strings, any order). ``None``
             treats all rows as one query and warns.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each row's query, the same for every row of a query
+            (LightGBM multiplies each document's gradients by it). Routed like
+            ``groups``.
         eval_set : list of (X_val, y_val, groups_val) tuples, default=None
             Validation queries, each set with its own query ids, evaluated every
             round with NDCG at ``eval_at`` and used by early stopping.
@@ -342,7 +379,10 @@ class LambdaMARTRanker(BaseRanker):
         self : LambdaMARTRanker
             The fitted ranker.
         """
+        validate_estimator_params(self)
         if _dask.is_dask_collection(X):  # Dask array / DataFrame: train on the cluster
+            if sample_weight is not None:
+                raise ValueError("sample_weight is not supported on Dask input yet; fit without it.")
             return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
         import lightgbm
 
@@ -353,6 +393,9 @@ class LambdaMARTRanker(BaseRanker):
         self._check_lambdarank(y, query_groups, "y", groups_none=groups is None)
         X_sorted, y_sorted = sort_rows(query_groups, X, y)
         fit_kwargs = {}
+        if sample_weight is not None:
+            fit_kwargs["sample_weight"] = np.repeat(check_query_weights(sample_weight, query_groups),
+                                                    query_groups.sizes)
         if eval_set is not None:
             entries = eval_entries(eval_set)
             valid_sets, valid_groups = [], []
@@ -365,7 +408,7 @@ class LambdaMARTRanker(BaseRanker):
                 valid_sets.append(self._validate_eval_entry(i, X_val, y_val, groups_val, valid_groups))
             if eval_names is not None and len(eval_names) != len(valid_sets):
                 raise ValueError(f"eval_names has {len(eval_names)} names for {len(valid_sets)} eval_set entries.")
-            fit_kwargs = lgbm_eval_kwargs(valid_sets, valid_groups, eval_names)
+            fit_kwargs.update(lgbm_eval_kwargs(valid_sets, valid_groups, eval_names))
         elif self.early_stopping_rounds is not None:
             raise ValueError(
                 "early_stopping_rounds needs validation queries: pass eval_set=[(X_val, y_val, groups_val)]."

@@ -18,6 +18,7 @@ __all__ = [
     "RESERVED",
     "as_spmatrix",
     "check_label_range",
+    "check_lgbm_param_names",
     "check_query_size",
     "eval_entries",
     "is_positive_int",
@@ -73,6 +74,39 @@ def taken_names(names):
     except Exception:  # pragma: no cover - private LightGBM API changed
         pass
     return taken
+
+
+def check_lgbm_param_names(params):
+    """Raise for a key of ``lgbm_params`` that LightGBM does not know (a typo would be ignored silently).
+
+    Known names: LightGBM's parameters and their aliases (its C API's alias table) and the
+    keyword arguments of ``lightgbm.LGBMRanker``.
+    """
+    import difflib
+    import inspect
+
+    import lightgbm
+
+    try:
+        from lightgbm.basic import _ConfigAliases
+
+        table = _ConfigAliases._get_all_param_aliases()
+    except Exception:  # pragma: no cover - private LightGBM API changed: cannot judge the names
+        return
+    known = set(table) | {alias for aliases in table.values() for alias in aliases}
+    known |= set(inspect.signature(lightgbm.LGBMModel.__init__).parameters) - {"self", "kwargs"}
+    unknown = sorted(key for key in params if key not in known)
+    if unknown:
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
+
+        raise InvalidParameterError(
+            f"lgbm_params has parameter(s) LightGBM does not know: {', '.join(hints)}. LightGBM would ignore "
+            f"them silently; see https://lightgbm.readthedocs.io/en/latest/Parameters.html."
+        )
 
 
 def eval_entries(eval_set):

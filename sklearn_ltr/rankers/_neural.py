@@ -1,31 +1,41 @@
 """Shared estimator logic of the neural rankers (RankNet, DASALC, SetRank, two-tower).
 
-Subclasses declare their constructor parameters and the torch module to build;
-this base validates the data and the shared parameters, builds the private
-skorch :class:`~sklearn_ltr._skorch.RankingNet`, trains it and predicts one score
-per row in input order.
+Subclasses declare their own parameters (see :mod:`~sklearn_ltr.rankers._neural_params`)
+and the torch module to build; this base validates the data and every parameter, builds
+the private skorch :class:`~sklearn_ltr._skorch.RankingNet`, checks the memory of the
+largest batch, trains, and predicts one score per row in input order.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 import numbers
+import warnings
 
 import numpy as np
-import torch
 from skorch.callbacks import EarlyStopping, ProgressBar
 
-from sklearn_ltr._groups import QueryGroups
+from sklearn_ltr._groups import QueryGroups, check_query_weights
+from sklearn_ltr._memory import check_training_memory, prediction_batch_size
 from sklearn_ltr._skorch import QuerySplit, RankingLoss, RankingNet, ValidationNDCG, build_dataset, resolve_device
 from sklearn_ltr.base import BaseRanker, resolve_groups
+from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss
+from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
+from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, validate_estimator_params
 
 __all__ = ["OPTIMIZERS", "NeuralRanker", "canonical_row_order"]
 
-OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
-
 #: Rows per pseudo-query when a pointwise scorer predicts: it has no list context.
 _PREDICT_CHUNK = 1024
+
+#: ``[L, L]`` float32 tensors per list that a loss holds in one training step (forward and
+#: backward), rounded up from peaks measured on CPU; losses not listed are linear in ``L``.
+_LOSS_QUADRATIC = {
+    "ranknet": 8, "lambdarank": 10, "approx_ndcg": 5, "gumbel_approx_ndcg": 5,
+    "neuralsort_ndcg": 7, "gumbel_neuralsort_ndcg": 7,
+}  # fmt: skip
 
 
 def canonical_row_order(X):
@@ -39,51 +49,65 @@ def canonical_row_order(X):
     return np.argsort(rows, kind="stable")
 
 
-def _check_number(name, value, *, low, high=None, integer=False, low_open=False, allow_none=False):
-    if value is None and allow_none:
-        return
-    kind = numbers.Integral if integer else numbers.Real
-    ok = isinstance(value, kind) and not isinstance(value, bool)
-    ok = ok and (value > low if low_open else value >= low) and (high is None or value < high)
-    if not ok:
-        bound = f"> {low}" if low_open else f">= {low}"
-        upper = f" and < {high}" if high is not None else ""
-        what = "an integer" if integer else "a number"
-        none = " or None" if allow_none else ""
-        raise ValueError(f"{name} must be {what} {bound}{upper}{none}; got {value!r}.")
-
-
-class NeuralRanker(BaseRanker):
+class NeuralRanker(NeuralParameters, BaseRanker):
     """Base of the neural rankers; not for direct use.
 
-    Subclasses define ``__init__`` with every parameter (scikit-learn
-    convention), :meth:`_module_spec` and, for list-context models,
-    ``_list_context = True`` (``groups`` is then needed at predict time).
+    Subclasses declare their parameters (``_module_parameters``, ``_default_loss``, their
+    ``_parameter_constraints``) and implement :meth:`_module_spec`. Hooks a subclass may
+    override instead of rewriting the net: :meth:`_criterion_spec`, :attr:`_net_class`,
+    :meth:`_net_extras` (e.g. optimiser parameter groups), :meth:`_attention_shape` and
+    :meth:`_activation_width` (the memory estimate). List-context models set
+    ``ranker_tags.list_context`` in ``__sklearn_tags__``.
     """
 
-    #: Whether scores depend on the other documents of the list (then ``predict`` needs
-    #: ``groups`` and scores each query's rows in a canonical order).
-    _list_context = False
+    # Per-query weights travel with the queries, like ``groups``.
+    __metadata_request__fit = {"groups": True, "sample_weight": True}  # noqa: RUF012
+
+    #: The skorch net class that trains the module.
+    _net_class = RankingNet
 
     def _module_spec(self, n_features):
         """Return ``(module_class, kwargs)`` of the torch module for ``n_features`` inputs."""
         raise NotImplementedError
 
-    def _check_shared_params(self):
-        _check_number("lr", self.lr, low=0, low_open=True)
-        _check_number("max_epochs", self.max_epochs, low=1, integer=True)
-        _check_number("batch_size", self.batch_size, low=1, integer=True)
-        _check_number("max_list_length", self.max_list_length, low=2, integer=True, allow_none=True)
-        _check_number("weight_decay", self.weight_decay, low=0)
-        _check_number("n_iter_no_change", self.n_iter_no_change, low=1, integer=True)
-        _check_number("validation_fraction", self.validation_fraction, low=0, high=1, low_open=True,
-                      allow_none=True)
-        if not (self.optimizer in OPTIMIZERS or (isinstance(self.optimizer, type)
-                                                 and issubclass(self.optimizer, torch.optim.Optimizer))):
-            raise ValueError(
-                f"optimizer must be one of {sorted(OPTIMIZERS)} or a torch.optim.Optimizer class; "
-                f"got {self.optimizer!r}."
+    def _loss_function(self):
+        reserved = sorted({"weights", "reduction"} & set(self.loss_params or {}))
+        if reserved:
+            raise InvalidParameterError(
+                f"loss_params of {type(self).__name__} sets {reserved}: training always averages the queries' "
+                f"losses; per-query weights come from fit(..., sample_weight=...)."
             )
+        try:
+            return get_loss(self.loss, **(self.loss_params or {}))
+        except TypeError as error:  # an option the loss does not take
+            raise InvalidParameterError(f"loss_params of {type(self).__name__}: {error}") from None
+
+    def _criterion_spec(self):
+        """Return ``(criterion_class, kwargs)``: the ranking loss of the training batches."""
+        return RankingLoss, {"loss": self._loss_function()}
+
+    def _net_extras(self):
+        """Further keyword arguments of the skorch net (e.g. optimiser parameter groups)."""
+        return {}
+
+    def _attention_shape(self):
+        """``(layers, heads)`` of the self-attention over each list (memory ``O(L^2)`` per head)."""
+        return 0, 0
+
+    def _activation_width(self):
+        """Activations per document in the forward pass (sum of layer widths)."""
+        return 0
+
+    def _prepare_training(self, X, y, query_groups, extras):
+        """Check the target and the extra per-row inputs; return ``(y, extras)`` to train on."""
+        return y, extras
+
+    def _after_fit(self):
+        """Set fitted attributes derived from the trained module."""
+
+    @property
+    def _list_context(self):
+        return self.__sklearn_tags__().ranker_tags.list_context
 
     def _callbacks(self):
         callbacks = []
@@ -102,18 +126,24 @@ class NeuralRanker(BaseRanker):
         callbacks.extend(copy.deepcopy(list(self.callbacks or [])))
         return callbacks, fraction
 
+    def _seeds(self):
+        """``(torch seed, validation split seed)``; an int seed always gives the same pair."""
+        state = self.random_state
+        if state is None:
+            return None, None
+        if isinstance(state, numbers.Integral):
+            return int(state), int(np.random.RandomState(state).randint(2**31))
+        return int(state.randint(2**31)), int(state.randint(2**31))
+
     def _build_net(self, n_features):
-        self._check_shared_params()
-        loss = get_loss(self.loss, **(self.loss_params or {}))
         module, module_kwargs = self._module_spec(n_features)
+        criterion, criterion_kwargs = self._criterion_spec()
         callbacks, fraction = self._callbacks()
-        optimizer = OPTIMIZERS.get(self.optimizer, self.optimizer)
-        split_seed = None if self.random_state is None else np.random.RandomState(self.random_state).randint(2**31)
-        return RankingNet(
+        seed, split_seed = self._seeds()
+        return self._net_class(
             module,
-            criterion=RankingLoss,
-            criterion__loss=loss,
-            optimizer=optimizer,
+            criterion=criterion,
+            optimizer=OPTIMIZERS.get(self.optimizer, self.optimizer),
             optimizer__weight_decay=self.weight_decay,
             lr=self.lr,
             max_epochs=self.max_epochs,
@@ -123,18 +153,33 @@ class NeuralRanker(BaseRanker):
             device=resolve_device(self.device),
             verbose=int(self.verbose),
             max_list_length=self.max_list_length,
-            random_state=self._seed(),
+            random_state=seed,
+            **{f"criterion__{key}": value for key, value in criterion_kwargs.items()},
             **{f"module__{key}": value for key, value in module_kwargs.items()},
+            **self._net_extras(),
         )
 
-    def _seed(self):
-        if self.random_state is None:
-            return None
-        if isinstance(self.random_state, np.random.RandomState):
-            return int(self.random_state.randint(2**31))
-        return int(self.random_state)
+    def _memory_terms(self, n_features, *, training):
+        """``(quadratic, linear)`` float32 values per list and per document of one batch."""
+        layers, heads = self._attention_shape()
+        if training:
+            quadratic = 4 * layers * heads + (2 if layers else 0)
+            loss = getattr(self, "loss", None)
+            if loss is not None:
+                function = get_loss(loss) if isinstance(loss, str) else loss
+                samples = (self.loss_params or {}).get("n_samples", 1)
+                quadratic += _LOSS_QUADRATIC.get(getattr(function, "__name__", ""), 0) * samples
+            linear = 2 * n_features + 6 * self._activation_width()
+        else:
+            quadratic = 2 * heads + 1 if layers else 0
+            linear = n_features + 2 * self._activation_width()
+        return quadratic, linear
 
-    def fit(self, X, y, groups=None):
+    def _loss_name(self):
+        loss = getattr(self, "loss", None)
+        return loss if isinstance(loss, str) else getattr(loss, "__name__", "the loss")
+
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Train the network on the queries of ``X``.
 
         Parameters
@@ -145,23 +190,73 @@ class NeuralRanker(BaseRanker):
             Graded relevance labels (non-negative).
         groups : array-like of shape (n_samples,), default=None
             Query id of each row; ``None`` makes all rows one query (with a warning).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each row's query, the same for every row of a query: the loss of
+            the batch is the weighted mean of its queries' losses. Routed like
+            ``groups``.
 
         Returns
         -------
         self : object
             The fitted ranker.
         """
-        return self._fit(X, y, groups)
+        return self._fit(X, y, groups, sample_weight=sample_weight)
 
-    def _fit(self, X, y, groups, **extras):
+    def _fit(self, X, y, groups, sample_weight=None, **extras):
         """Fit with optional extra per-row inputs of the module (e.g. click positions)."""
-        X, y, query_groups = self._validate_fit_data(X, y, groups)
+        validate_estimator_params(self)
+        X, y, query_groups = self._validate_fit_data(X, y, groups, stacklevel=4)
+        y, extras = self._prepare_training(X, y, query_groups, extras)
+        query_weights = None if sample_weight is None else check_query_weights(sample_weight, query_groups)
+        if query_weights is not None:
+            self._check_loss_takes_weights()
         net = self._build_net(X.shape[1])
-        net.fit(build_dataset(query_groups, X, y, **extras))
+        self._check_training_memory(query_groups.sizes, X.shape[1], net.device)
+        net.fit(build_dataset(query_groups, X, y, query_weights=query_weights, **extras))
         self.net_ = net
-        self.n_iter_ = len(net.history)
+        self.n_iter_ = sum("train_loss" in row for row in net.history)
         self.device_ = str(net.device)
+        self.best_iteration_ = None
+        if self.early_stopping:
+            stopper = dict(net.callbacks_).get("early_stopping")
+            self.best_iteration_ = int(stopper.best_epoch_) if stopper is not None else None
+        if net.interrupted_:
+            warnings.warn(
+                f"{type(self).__name__}.fit was interrupted (KeyboardInterrupt) after {self.n_iter_} complete "
+                f"epoch(s) of max_epochs={self.max_epochs}; the model keeps the weights of the last batch "
+                f"trained. Refit to train fully, or treat TrainingInterruptedWarning as an error to refuse "
+                f"such a model.", TrainingInterruptedWarning, stacklevel=3,
+            )
+        self._after_fit()
         return self
+
+    def _check_loss_takes_weights(self):
+        loss = getattr(self, "loss", None)
+        if loss is None or isinstance(loss, str):
+            return
+        try:
+            parameters = inspect.signature(loss).parameters.values()
+        except (TypeError, ValueError):
+            return
+        if not any(p.name == "weights" or p.kind is p.VAR_KEYWORD for p in parameters):
+            raise ValueError(
+                f"sample_weight was given, but the loss {self._loss_name()!r} takes no per-query weights: "
+                f"give it a keyword argument weights=None (a [batch] tensor), or fit without sample_weight."
+            )
+
+    def _check_training_memory(self, sizes, n_features, device):
+        quadratic, linear = self._memory_terms(n_features, training=True)
+        layers, heads = self._attention_shape()
+        holders = []
+        if quadratic - (4 * layers * heads + (2 if layers else 0)) > 0:
+            holders.append(f"the pairwise loss {self._loss_name()!r}")
+        if layers:
+            holders.append(f"self-attention ({layers} layers x {heads} heads)")
+        check_training_memory(
+            owner=type(self).__name__, sizes=np.asarray(sizes), batch_size=self.batch_size,
+            max_list_length=self.max_list_length, quadratic=quadratic, linear=linear, device=device,
+            what=" and ".join(holders) or "the activations",
+        )
 
     @property
     def history_(self):
@@ -192,12 +287,28 @@ class NeuralRanker(BaseRanker):
         """
         return self._predict(X, groups)
 
+    def _score_rows(self, query_groups, X, **extras):
+        quadratic, linear = self._memory_terms(X.shape[1], training=False)
+        batch_size = prediction_batch_size(
+            owner=type(self).__name__, sizes=query_groups.sizes, batch_size=self.batch_size,
+            quadratic=quadratic, linear=linear, device=self.net_.device,
+        )
+        scores = self.net_.score_rows(build_dataset(query_groups, X, **extras), batch_size=batch_size)
+        bad = ~np.isfinite(scores)
+        if bad.any():
+            raise ValueError(
+                f"{type(self).__name__} produced {int(bad.sum())} non-finite scores of {len(scores)}: these "
+                f"rows' features are probably far outside the training data's range (scale the features, "
+                f"e.g. with StandardScaler or Log1pTransformer, in a Pipeline for both fit and predict)."
+            )
+        return scores
+
     def _predict(self, X, groups, **extras):
         """Predict with optional extra per-row inputs of the module (e.g. an initial rank)."""
         X = self._validate_predict_data(X, groups)
         query_groups = self._prediction_groups(groups, X.shape[0])
         if not self._list_context:
-            return query_groups.unsort(self.net_.score_rows(build_dataset(query_groups, X, **extras)))
+            return query_groups.unsort(self._score_rows(query_groups, X, **extras))
         # A list-context network is permutation equivariant, but in float32 the order in which
         # attention sums over documents changes the last bits of a score (~1e-7). Scoring each
         # query's rows in a canonical order makes predict exactly invariant to input row order.
@@ -205,7 +316,7 @@ class NeuralRanker(BaseRanker):
         canonical = QueryGroups(query_groups.codes[order])
         extras = {name: np.asarray(values)[order] for name, values in extras.items()}
         scores = np.empty(X.shape[0], dtype=np.float64)
-        scores[order] = canonical.unsort(self.net_.score_rows(build_dataset(canonical, X[order], **extras)))
+        scores[order] = canonical.unsort(self._score_rows(canonical, X[order], **extras))
         return scores
 
     def __sklearn_tags__(self):

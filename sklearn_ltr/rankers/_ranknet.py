@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
+from numbers import Real
 
 from sklearn_ltr.nn import ACTIVATIONS, MLPScorer
-from sklearn_ltr.rankers._neural import NeuralRanker, _check_number
+from sklearn_ltr.rankers._neural import NeuralRanker
+from sklearn_ltr.rankers._neural_params import positive_int_tuple
+from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions
 
 __all__ = ["RankNetRanker"]
 
@@ -27,6 +29,13 @@ class RankNetRanker(NeuralRanker):
     Training runs on padded, length-bucketed batches of whole queries through
     skorch, on CUDA when available (``device="auto"``).
 
+    Memory: the pairwise losses (``"ranknet"``, ``"lambdarank"``) and the sorting
+    surrogates (ApproxNDCG, NeuralSort) hold several ``[L, L]`` float32 tensors per list
+    of ``L`` documents (RankNet: 12,000 documents need about 4.6 GB for one list). ``fit``
+    estimates the largest batch before training and, if it would not fit in the memory
+    available, raises a ``MemoryError`` that names ``max_list_length`` (training lists are
+    then subsampled; prediction always scores whole lists, pointwise, in bounded memory).
+
     Parameters
     ----------
     hidden_sizes : tuple of int, default=(64, 32)
@@ -37,43 +46,7 @@ class RankNetRanker(NeuralRanker):
         Dropout rate after each hidden layer.
     batch_norm : bool, default=False
         Batch normalisation (over the real documents of a batch) before each activation.
-    loss : str or callable, default="ranknet"
-        A name of :data:`sklearn_ltr.losses.LOSSES` or a function
-        ``loss(scores, labels, mask) -> scalar``.
-    loss_params : dict, default=None
-        Options of the loss, e.g. ``{"sigma": 2.0}``.
-    lr : float, default=1e-3
-        Learning rate.
-    optimizer : {"adam", "adamw", "sgd"} or torch optimizer class, default="adam"
-        Optimiser.
-    weight_decay : float, default=0.0
-        L2 penalty of the optimiser.
-    max_epochs : int, default=20
-        Passes over the training queries.
-    batch_size : int, default=32
-        Queries per batch.
-    max_list_length : int, default=None
-        Training lists longer than this are subsampled, keeping relevant
-        documents first; prediction always scores whole lists.
-    validation_fraction : float, default=None
-        Share of training queries held out to log ``valid_ndcg@10`` in
-        ``history_`` each epoch. ``None`` holds out nothing (0.1 when
-        ``early_stopping`` is on).
-    early_stopping : bool, default=False
-        Stop when the validation NDCG@10 has not improved for
-        ``n_iter_no_change`` epochs and restore the best epoch's weights.
-    n_iter_no_change : int, default=5
-        Patience of early stopping, in epochs.
-    device : {"auto", "cpu", "cuda"}, default="auto"
-        ``"auto"`` trains on CUDA when available (bf16 autocast), else CPU.
-        A model trained on CUDA pickles and loads on a CPU-only machine.
-    random_state : int, RandomState instance or None, default=None
-        Seeds weights, dropout, shuffling, subsampling and the validation
-        split: the same seed gives the same predictions on CPU.
-    callbacks : list of skorch callbacks, default=None
-        Extra skorch callbacks (e.g. ``LRScheduler``, ``Checkpoint``); copied at fit time.
-    verbose : int, default=0
-        0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.
+    %(neural_parameters)s
 
     Attributes
     ----------
@@ -83,6 +56,8 @@ class RankNetRanker(NeuralRanker):
         Per-epoch training loss, validation loss and ``valid_ndcg@10``.
     n_iter_ : int
         Epochs run.
+    best_iteration_ : int or None
+        With ``early_stopping``, the epoch whose weights were kept; else None.
     device_ : str
         Device the model was trained on.
     n_features_in_ : int
@@ -136,60 +111,23 @@ class RankNetRanker(NeuralRanker):
     True
     """
 
-    def __init__(
-        self,
-        hidden_sizes=(64, 32),
-        activation="relu",
-        dropout=0.0,
-        batch_norm=False,
-        *,
-        loss="ranknet",
-        loss_params=None,
-        lr=1e-3,
-        optimizer="adam",
-        weight_decay=0.0,
-        max_epochs=20,
-        batch_size=32,
-        max_list_length=None,
-        validation_fraction=None,
-        early_stopping=False,
-        n_iter_no_change=5,
-        device="auto",
-        random_state=None,
-        callbacks=None,
-        verbose=0,
-    ):
-        self.hidden_sizes = hidden_sizes
-        self.activation = activation
-        self.dropout = dropout
-        self.batch_norm = batch_norm
-        self.loss = loss
-        self.loss_params = loss_params
-        self.lr = lr
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.max_list_length = max_list_length
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.device = device
-        self.random_state = random_state
-        self.callbacks = callbacks
-        self.verbose = verbose
+    _module_parameters = {"hidden_sizes": (64, 32), "activation": "relu", "dropout": 0.0, "batch_norm": False}  # noqa: RUF012
+    _default_loss = "ranknet"
+    _parameter_constraints = {  # noqa: RUF012
+        "hidden_sizes": [positive_int_tuple()],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "batch_norm": ["boolean"],
+    }
 
     def _module_spec(self, n_features):
-        sizes = tuple(self.hidden_sizes)
-        if not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
-            raise ValueError(f"hidden_sizes must be positive integers; got {self.hidden_sizes!r}.")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {self.activation!r}.")
-        _check_number("dropout", self.dropout, low=0, high=1)
         return MLPScorer, {
             "n_features": n_features,
-            "hidden_sizes": sizes,
+            "hidden_sizes": tuple(self.hidden_sizes),
             "activation": self.activation,
             "dropout": float(self.dropout),
             "batch_norm": bool(self.batch_norm),
         }
+
+    def _activation_width(self):
+        return sum(self.hidden_sizes) + 1

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from numbers import Integral, Real
 
-from sklearn_ltr.base import SCORE_K, resolve_groups
-from sklearn_ltr.metrics import ndcg_score
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
 from sklearn_ltr.nn._setrank import BLOCKS, SetRankNet
-from sklearn_ltr.rankers._neural import NeuralRanker, _check_number
+from sklearn_ltr.rankers._neural import NeuralRanker
+from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions, _num_samples
 
 __all__ = ["SetRankRanker"]
 
@@ -75,43 +76,7 @@ class SetRankRanker(NeuralRanker):
         dropout needs the unfused attention path: 0 trains about a quarter faster.
     max_rank : int, default=256
         Number of ordinal embeddings; initial ranks beyond it share the last one.
-    loss : str or callable, default="attention_rank"
-        A name of :data:`sklearn_ltr.losses.LOSSES` or a function
-        ``loss(scores, labels, mask) -> scalar``.
-    loss_params : dict, default=None
-        Options of the loss.
-    lr : float, default=1e-3
-        Learning rate.
-    optimizer : {"adam", "adamw", "sgd"} or torch optimizer class, default="adam"
-        Optimiser.
-    weight_decay : float, default=0.0
-        L2 penalty of the optimiser.
-    max_epochs : int, default=20
-        Passes over the training queries.
-    batch_size : int, default=32
-        Queries per batch.
-    max_list_length : int, default=None
-        Training lists longer than this are subsampled, keeping relevant
-        documents first; prediction always scores whole lists.
-    validation_fraction : float, default=None
-        Share of training queries held out to log ``valid_ndcg@10`` in
-        ``history_`` each epoch. ``None`` holds out nothing (0.1 when
-        ``early_stopping`` is on).
-    early_stopping : bool, default=False
-        Stop when the validation NDCG@10 has not improved for
-        ``n_iter_no_change`` epochs and restore the best epoch's weights.
-    n_iter_no_change : int, default=5
-        Patience of early stopping, in epochs.
-    device : {"auto", "cpu", "cuda"}, default="auto"
-        ``"auto"`` trains on CUDA when available (bf16 autocast), else CPU.
-        A model trained on CUDA pickles and loads on a CPU-only machine.
-    random_state : int, RandomState instance or None, default=None
-        Seeds weights, dropout, shuffling, subsampling and the validation
-        split: the same seed gives the same predictions on CPU.
-    callbacks : list of skorch callbacks, default=None
-        Extra skorch callbacks (e.g. ``LRScheduler``, ``Checkpoint``); copied at fit time.
-    verbose : int, default=0
-        0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.
+    %(neural_parameters)s
 
     Attributes
     ----------
@@ -123,6 +88,8 @@ class SetRankRanker(NeuralRanker):
         Per-epoch training loss, validation loss and ``valid_ndcg@10``.
     n_iter_ : int
         Epochs run.
+    best_iteration_ : int or None
+        With ``early_stopping``, the epoch whose weights were kept; else None.
     device_ : str
         Device the model was trained on.
     n_features_in_ : int
@@ -136,7 +103,17 @@ class SetRankRanker(NeuralRanker):
     -----
     SetRank has no built-in feature transform: put a scaler or
     :class:`~sklearn_ltr.preprocessing.Log1pTransformer` before it in a ``Pipeline`` when
-    features are heavy-tailed. Under metadata routing ``initial_rank`` is requested by
+    features are heavy-tailed.
+
+    Memory: each MSAB head holds an ``[L, L]`` attention matrix per list of ``L``
+    documents (about four per head and block with their gradients in training); IMSAB
+    blocks hold ``[L, m]`` ones instead (``m = n_inducing_points``). ``fit`` estimates the
+    largest batch before training and raises a ``MemoryError`` naming ``max_list_length``
+    when it would not fit; ``predict`` scores whole lists, in smaller batches when memory
+    is short, and raises a ``MemoryError`` naming the query size when even one list
+    cannot be scored.
+
+    Under metadata routing ``initial_rank`` is requested by
     ``fit``, ``predict`` and ``score`` like ``groups``; the library's NDCG scorer passes only
     ``groups`` to ``predict``, so a search over a model with an initial rank needs a scorer
     that forwards it.
@@ -191,74 +168,41 @@ class SetRankRanker(NeuralRanker):
     __metadata_request__predict = {"groups": True, "initial_rank": True}  # noqa: RUF012
     __metadata_request__score = {"groups": True, "initial_rank": True}  # noqa: RUF012
 
-    _list_context = True
+    _module_parameters = {  # noqa: RUF012
+        "d_model": 128, "n_blocks": 2, "n_heads": 4, "block": "msab", "n_inducing_points": 20, "ff_size": None,
+        "dropout": 0.1, "attention_dropout": None, "max_rank": 256,
+    }  # fmt: skip
+    _default_loss = "attention_rank"
+    _parameter_constraints = {  # noqa: RUF012
+        "d_model": [Interval(Integral, 1, None, closed="left")],
+        "n_blocks": [Interval(Integral, 0, None, closed="left")],
+        "n_heads": [Interval(Integral, 1, None, closed="left")],
+        "block": [StrOptions(set(BLOCKS))],
+        "n_inducing_points": [Interval(Integral, 1, None, closed="left")],
+        "ff_size": [Interval(Integral, 1, None, closed="left"), None],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "attention_dropout": [Interval(Real, 0, 1, closed="left"), None],
+        "max_rank": [Interval(Integral, 1, None, closed="left")],
+    }
 
-    def __init__(
-        self,
-        d_model=128,
-        n_blocks=2,
-        n_heads=4,
-        block="msab",
-        n_inducing_points=20,
-        ff_size=None,
-        dropout=0.1,
-        attention_dropout=None,
-        max_rank=256,
-        *,
-        loss="attention_rank",
-        loss_params=None,
-        lr=1e-3,
-        optimizer="adam",
-        weight_decay=0.0,
-        max_epochs=20,
-        batch_size=32,
-        max_list_length=None,
-        validation_fraction=None,
-        early_stopping=False,
-        n_iter_no_change=5,
-        device="auto",
-        random_state=None,
-        callbacks=None,
-        verbose=0,
-    ):
-        self.d_model = d_model
-        self.n_blocks = n_blocks
-        self.n_heads = n_heads
-        self.block = block
-        self.n_inducing_points = n_inducing_points
-        self.ff_size = ff_size
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.max_rank = max_rank
-        self.loss = loss
-        self.loss_params = loss_params
-        self.lr = lr
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.max_list_length = max_list_length
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.device = device
-        self.random_state = random_state
-        self.callbacks = callbacks
-        self.verbose = verbose
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.ranker_tags.list_context = True
+        tags.ranker_tags.extra_fit_inputs = ("initial_rank",)
+        tags.ranker_tags.extra_predict_inputs = ("initial_rank",)
+        return tags
+
+    def _attention_shape(self):
+        return (self.n_blocks, self.n_heads) if self.block == "msab" else (0, 0)
+
+    def _activation_width(self):
+        ff_size = 2 * self.d_model if self.ff_size is None else self.ff_size
+        inducing = 2 * self.n_inducing_points * self.n_heads if self.block == "imsab" else 0
+        return self.n_blocks * (4 * self.d_model + ff_size + inducing) + self.d_model
 
     def _module_spec(self, n_features):
-        _check_number("d_model", self.d_model, low=1, integer=True)
-        _check_number("n_blocks", self.n_blocks, low=0, integer=True)
-        _check_number("n_heads", self.n_heads, low=1, integer=True)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}).")
-        if self.block not in BLOCKS:
-            raise ValueError(f"block must be one of {list(BLOCKS)}; got {self.block!r}.")
-        _check_number("n_inducing_points", self.n_inducing_points, low=1, integer=True)
-        _check_number("ff_size", self.ff_size, low=1, integer=True, allow_none=True)
-        _check_number("dropout", self.dropout, low=0, high=1)
-        _check_number("attention_dropout", self.attention_dropout, low=0, high=1, allow_none=True)
-        _check_number("max_rank", self.max_rank, low=1, integer=True)
         return SetRankNet, {
             "n_features": n_features,
             "d_model": int(self.d_model),
@@ -273,7 +217,7 @@ class SetRankRanker(NeuralRanker):
             "max_rank": int(self.max_rank),
         }
 
-    def fit(self, X, y, groups=None, initial_rank=None):
+    def fit(self, X, y, groups=None, initial_rank=None, sample_weight=None):
         """Train on the queries of ``X``, optionally with an initial ranking.
 
         Parameters
@@ -287,6 +231,9 @@ class SetRankRanker(NeuralRanker):
         initial_rank : array-like of shape (n_samples,), default=None
             1-based rank of each row within its query in an initial ranking (1 = top);
             adds the ordinal embedding. Routable metadata, like ``groups``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each row's query, the same for every row of a query. Routed like
+            ``groups``.
 
         Returns
         -------
@@ -296,7 +243,7 @@ class SetRankRanker(NeuralRanker):
         ranks = _check_initial_rank(initial_rank, _num_samples(X))
         self.uses_initial_rank_ = ranks is not None
         extras = {} if ranks is None else {"initial_rank": ranks}
-        return self._fit(X, y, groups, **extras)
+        return self._fit(X, y, groups, sample_weight=sample_weight, **extras)
 
     def predict(self, X, groups=None, initial_rank=None):
         """Score every row; one score per row of ``X``, in input order.
@@ -318,41 +265,6 @@ class SetRankRanker(NeuralRanker):
         """
         extras = self._rank_extras(X, initial_rank)
         return self._predict(X, groups, **extras)
-
-    def score(self, X, y, groups=None, sample_weight=None, initial_rank=None):
-        """Mean NDCG@10 over the queries of ``X``.
-
-        The conventions of :meth:`sklearn_ltr.base.RankerMixin.score` (LightGBM's NDCG),
-        with the scores of :meth:`predict`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to rank.
-        y : array-like of shape (n_samples,)
-            Graded relevance labels.
-        groups : array-like of shape (n_samples,), default=None
-            Query id of each row; ``None`` scores all rows as one query, with a warning.
-        sample_weight : None
-            Not supported: must be ``None`` (in the signature for ``Pipeline.score``
-            under metadata routing).
-        initial_rank : array-like of shape (n_samples,), default=None
-            Initial 1-based ranks; required if and only if ``fit`` received them.
-
-        Returns
-        -------
-        score : float
-            Mean NDCG@10 over queries.
-        """
-        if sample_weight is not None:
-            raise ValueError(
-                f"{type(self).__name__}.score does not support sample_weight; NDCG averages "
-                f"queries with equal weight. Pass sample_weight=None."
-            )
-        y_score = self.predict(X, groups=groups, initial_rank=initial_rank)
-        if groups is None:
-            groups = resolve_groups(None, len(y_score), method="score", stacklevel=2).codes
-        return float(ndcg_score(y, y_score, groups, k=SCORE_K))
 
     def _rank_extras(self, X, initial_rank):
         check_is_fitted(self)

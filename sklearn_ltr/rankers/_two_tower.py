@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import torch
 from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_ltr._skorch import QuerySplit, RankingNet, build_dataset, resolve_device
+from sklearn_ltr._skorch import RankingNet
 from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.nn import ACTIVATIONS
 from sklearn_ltr.nn._two_tower import COMBINATIONS, REVERSAL_TARGETS, TwoTowerClickLoss, TwoTowerScorer
-from sklearn_ltr.rankers._neural import OPTIMIZERS, NeuralRanker, _check_number
+from sklearn_ltr.rankers._neural import NeuralRanker
+from sklearn_ltr.rankers._neural_params import positive_int_tuple
+from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions
 
 __all__ = ["MissingPositionsWarning", "TwoTowerDebiasedRanker"]
 
@@ -148,39 +150,7 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         position has its own logit, which Adam moves by about the learning rate per step: on a
         small click log, a larger ``observation_lr`` (e.g. ``10 * lr``) lets the curve converge
         without overfitting the relevance tower.
-    lr : float, default=1e-3
-        Learning rate (of the relevance tower, and of the observation tower unless
-        ``observation_lr`` is set).
-    optimizer : {"adam", "adamw", "sgd"} or torch optimizer class, default="adam"
-        Optimiser.
-    weight_decay : float, default=0.0
-        L2 penalty of the optimiser.
-    max_epochs : int, default=20
-        Passes over the training queries (sessions).
-    batch_size : int, default=32
-        Queries (sessions) per batch.
-    max_list_length : int, default=None
-        Training lists longer than this are subsampled, keeping clicked documents first;
-        prediction always scores whole lists.
-    validation_fraction : float, default=None
-        Share of training queries held out to log ``valid_ndcg@10`` in ``history_`` each
-        epoch: the relevance tower's NDCG@10 on the held-out queries' *clicks*. ``None``
-        holds out nothing (0.1 when ``early_stopping`` is on).
-    early_stopping : bool, default=False
-        Stop when the validation NDCG@10 (on clicks) has not improved for
-        ``n_iter_no_change`` epochs and restore the best epoch's weights.
-    n_iter_no_change : int, default=5
-        Patience of early stopping, in epochs.
-    device : {"auto", "cpu", "cuda"}, default="auto"
-        ``"auto"`` trains on CUDA when available (bf16 autocast), else CPU.
-        A model trained on CUDA pickles and loads on a CPU-only machine.
-    random_state : int, RandomState instance or None, default=None
-        Seeds weights, dropout, shuffling, subsampling and the validation
-        split: the same seed gives the same predictions on CPU.
-    callbacks : list of skorch callbacks, default=None
-        Extra skorch callbacks (e.g. ``LRScheduler``, ``Checkpoint``); copied at fit time.
-    verbose : int, default=0
-        0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.
+    %(neural_parameters)s
 
     Attributes
     ----------
@@ -199,6 +169,8 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         Per-epoch training loss, validation loss and ``valid_ndcg@10``.
     n_iter_ : int
         Epochs run.
+    best_iteration_ : int or None
+        With ``early_stopping``, the epoch whose weights were kept; else None.
     device_ : str
         Device the model was trained on.
     n_features_in_ : int
@@ -263,54 +235,35 @@ class TwoTowerDebiasedRanker(NeuralRanker):
 
     __metadata_request__fit = {"groups": True, "positions": True}  # noqa: RUF012
 
-    def __init__(self, hidden_sizes=(64, 32), activation="relu", dropout=0.0, batch_norm=False, *,
-                 combination="additive", max_position=50, observation_hidden_sizes=(), observation_dropout=0.0,
-                 gradient_reversal=0.0, reversal_target="relevance", observation_lr=None, lr=1e-3, optimizer="adam",
-                 weight_decay=0.0,
-                 max_epochs=20, batch_size=32, max_list_length=None, validation_fraction=None,
-                 early_stopping=False, n_iter_no_change=5, device="auto", random_state=None, callbacks=None,
-                 verbose=0):
-        self.hidden_sizes = hidden_sizes
-        self.activation = activation
-        self.dropout = dropout
-        self.batch_norm = batch_norm
-        self.combination = combination
-        self.max_position = max_position
-        self.observation_hidden_sizes = observation_hidden_sizes
-        self.observation_dropout = observation_dropout
-        self.gradient_reversal = gradient_reversal
-        self.reversal_target = reversal_target
-        self.observation_lr = observation_lr
-        self.lr = lr
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.max_list_length = max_list_length
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.device = device
-        self.random_state = random_state
-        self.callbacks = callbacks
-        self.verbose = verbose
+    _module_parameters = {  # noqa: RUF012
+        "hidden_sizes": (64, 32), "activation": "relu", "dropout": 0.0, "batch_norm": False,
+    }
+    _keyword_parameters = {  # noqa: RUF012
+        "combination": "additive", "max_position": 50, "observation_hidden_sizes": (), "observation_dropout": 0.0,
+        "gradient_reversal": 0.0, "reversal_target": "relevance", "observation_lr": None,
+    }  # fmt: skip
+    _parameter_constraints = {  # noqa: RUF012
+        "hidden_sizes": [positive_int_tuple()],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "batch_norm": ["boolean"],
+        "combination": [StrOptions(set(COMBINATIONS))],
+        "max_position": [Interval(Integral, 1, None, closed="left")],
+        "observation_hidden_sizes": [positive_int_tuple()],
+        "observation_dropout": [Interval(Real, 0, 1, closed="left")],
+        "gradient_reversal": [Interval(Real, 0, None, closed="left")],
+        "reversal_target": [StrOptions(set(REVERSAL_TARGETS))],
+        "observation_lr": [Interval(Real, 0, None, closed="neither"), None],
+    }
+    _net_class = _TwoTowerNet
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.ranker_tags.target_kind = "clicks"
+        tags.ranker_tags.extra_fit_inputs = ("positions",)
+        return tags
 
     def _module_spec(self, n_features):
-        for name in ("hidden_sizes", "observation_hidden_sizes"):
-            sizes = tuple(getattr(self, name))
-            if not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
-                raise ValueError(f"{name} must be positive integers; got {getattr(self, name)!r}.")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {self.activation!r}.")
-        if self.combination not in COMBINATIONS:
-            raise ValueError(f"combination must be one of {COMBINATIONS}; got {self.combination!r}.")
-        if self.reversal_target not in REVERSAL_TARGETS:
-            raise ValueError(f"reversal_target must be one of {REVERSAL_TARGETS}; got {self.reversal_target!r}.")
-        _check_number("dropout", self.dropout, low=0, high=1)
-        _check_number("observation_dropout", self.observation_dropout, low=0, high=1)
-        _check_number("gradient_reversal", self.gradient_reversal, low=0)
-        _check_number("max_position", self.max_position, low=1, integer=True)
-        _check_number("observation_lr", self.observation_lr, low=0, low_open=True, allow_none=True)
         return TwoTowerScorer, {
             "n_features": n_features, "hidden_sizes": tuple(self.hidden_sizes), "activation": self.activation,
             "dropout": float(self.dropout), "batch_norm": bool(self.batch_norm),
@@ -320,24 +273,18 @@ class TwoTowerDebiasedRanker(NeuralRanker):
             "gradient_reversal": float(self.gradient_reversal),
         }
 
-    def _build_net(self, n_features):
-        self._check_shared_params()
-        module, module_kwargs = self._module_spec(n_features)
-        callbacks, fraction = self._callbacks()
-        split_seed = None if self.random_state is None else np.random.RandomState(self.random_state).randint(2**31)
-        groups = {} if self.observation_lr is None else {
-            "optimizer__param_groups": [("observation.*", {"lr": self.observation_lr})]}
-        return _TwoTowerNet(
-            module, criterion=TwoTowerClickLoss, criterion__combination=self.combination,
-            criterion__reversal_target=self.reversal_target, optimizer=OPTIMIZERS.get(self.optimizer, self.optimizer),
-            optimizer__weight_decay=self.weight_decay, lr=self.lr, max_epochs=self.max_epochs,
-            batch_size=self.batch_size, train_split=None if fraction is None else QuerySplit(fraction, split_seed),
-            callbacks=callbacks, device=resolve_device(self.device), verbose=int(self.verbose),
-            max_list_length=self.max_list_length, random_state=self._seed(),
-            **groups, **{f"module__{key}": value for key, value in module_kwargs.items()},
-        )
+    def _criterion_spec(self):
+        return TwoTowerClickLoss, {"combination": self.combination, "reversal_target": self.reversal_target}
 
-    def fit(self, X, y, groups=None, positions=None):
+    def _net_extras(self):
+        if self.observation_lr is None:
+            return {}
+        return {"optimizer__param_groups": [("observation.*", {"lr": self.observation_lr})]}
+
+    def _activation_width(self):
+        return sum(self.hidden_sizes) + sum(self.observation_hidden_sizes) + 2
+
+    def fit(self, X, y, groups=None, positions=None, sample_weight=None):
         """Train both towers on clicks.
 
         Parameters
@@ -353,25 +300,30 @@ class TwoTowerDebiasedRanker(NeuralRanker):
             (device, layout, ...) fed to the observation tower. Routed like ``groups`` under
             metadata routing. ``None`` takes every row as shown at position 1 (with a
             :class:`MissingPositionsWarning`): a single tower on clicks.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each row's query (or session), the same for every row of it.
+            Routed like ``groups``.
 
         Returns
         -------
         self : object
             The fitted ranker.
         """
-        X, y, query_groups = self._validate_fit_data(X, y, groups)
+        return self._fit(X, y, groups, sample_weight=sample_weight, positions=positions)
+
+    def _prepare_training(self, X, y, query_groups, extras):
         clicks = _check_clicks(y)
-        n_samples = X.shape[0]
+        positions = extras["positions"]
         if positions is None:
             warnings.warn("positions=None: every row is taken as shown at position 1, so nothing is debiased. "
                           "Pass positions=<display rank per row> (with metadata routing enabled inside a "
-                          "Pipeline or a search).", MissingPositionsWarning, stacklevel=2)
-            positions = np.ones(n_samples, dtype=np.float32)
-        positions = _check_positions(positions, n_samples)
+                          "Pipeline or a search).", MissingPositionsWarning, stacklevel=5)
+            positions = np.ones(X.shape[0], dtype=np.float32)
+        positions = _check_positions(positions, X.shape[0])
         self.n_bias_features_ = None if positions.ndim == 1 else positions.shape[1]
-        net = self._build_net(X.shape[1])
-        net.fit(build_dataset(query_groups, X, clicks, positions=positions))
-        self.net_, self.n_iter_, self.device_ = net, len(net.history), str(net.device)
+        return clicks, {"positions": positions}
+
+    def _after_fit(self):
         if self.n_bias_features_ is None:
             ranks = np.arange(1, int(self.max_position) + 1, dtype=np.float32)
             self.observation_logits_ = logits = self.observation_logit(ranks)
@@ -379,7 +331,6 @@ class TwoTowerDebiasedRanker(NeuralRanker):
                 self.observation_curve_ = expit(logits)
             else:
                 self.observation_curve_ = np.exp(logits - logits[0])
-        return self
 
     def observation_logit(self, positions):
         """Observation-tower logit :math:`o` of each row of ``positions`` (as given to ``fit``).

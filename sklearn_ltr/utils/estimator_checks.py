@@ -1,0 +1,591 @@
+"""The ranker contract: scikit-learn's estimator checks plus the checks every ranker must pass.
+
+Run it on your own ranker with pytest, as scikit-learn's ``parametrize_with_checks``::
+
+    from sklearn_ltr.utils.estimator_checks import parametrize_with_checks
+
+    @parametrize_with_checks([MyRanker(n_epochs=2, random_state=0)])
+    def test_ranker_contract(estimator, check):
+        check(estimator)
+
+or without pytest, ``check_estimator(MyRanker())``. The checks are driven by the
+ranker's tags (:class:`sklearn_ltr.utils.RankerTags`): a ranker whose target kind is
+``"clicks"`` gets 0/1 targets in scikit-learn's checks; a list-context ranker is checked
+for scoring a query alone as among other queries; extra routed inputs (``positions``,
+``initial_rank``) are generated as 1-based ranks within each query and passed wherever
+``groups`` is. Checks that need a parameter (``batch_size``, ``loss``, ``early_stopping``,
+``max_list_length``, ``sample_weight`` in ``fit``) are yielded only for rankers that have it.
+
+The ranker checks (each ``check_*(name, estimator)``, raising ``AssertionError``):
+
+- :func:`check_ranker_tags`: the tags are :class:`~sklearn_ltr.utils.Tags` with valid ranker tags.
+- :func:`check_fit_invariant_to_query_interleaving`, :func:`check_predict_invariant_to_row_order`:
+  row order does not matter.
+- :func:`check_query_relabelling`: integer ids and string ids (of another sort order) give the
+  same scores.
+- :func:`check_batch_size_invariance`: predictions do not depend on ``batch_size`` at predict time.
+- :func:`check_query_alone_vs_among_others`: a query scored alone gets the scores it gets among others.
+- :func:`check_score_equals_ndcg_scorer`: ``score`` is ``sklearn_ltr.ndcg_scorer``.
+- :func:`check_routing_reaches_fit_and_predict`: under metadata routing, ``groups`` and every
+  extra input reach ``fit`` and ``predict`` through a ``Pipeline`` and ``cross_validate``.
+- :func:`check_pickle_round_trip`, :func:`check_clone_reproduces`: pickling keeps the predictions;
+  a fixed ``random_state`` reproduces them.
+- :func:`check_early_stopping_restores_best`: the weights kept are the best epoch's, not the last.
+- :func:`check_max_list_length_training_only`: training lists are cut, predicted lists never.
+- :func:`check_non_finite_loss_raises`, :func:`check_loss_params_reach_loss`: the loss is honoured.
+- :func:`check_sample_weight`: per-query weights are used, and refused when they vary within a query.
+- :func:`check_param_validation` (scikit-learn's): every parameter given a wrong type or value
+  raises ``InvalidParameterError`` naming it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import pickle
+import warnings
+
+import numpy as np
+import sklearn
+from sklearn.base import clone
+from sklearn.model_selection import GroupKFold, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils import estimator_checks as _sklearn_checks
+
+from sklearn_ltr.utils._tags import TARGET_KINDS, RankerTags, Tags, get_ranker_tags
+
+__all__ = [
+    "check_batch_size_invariance",
+    "check_clone_reproduces",
+    "check_early_stopping_restores_best",
+    "check_estimator",
+    "check_fit_invariant_to_query_interleaving",
+    "check_loss_params_reach_loss",
+    "check_max_list_length_training_only",
+    "check_non_finite_loss_raises",
+    "check_param_validation",
+    "check_pickle_round_trip",
+    "check_predict_invariant_to_row_order",
+    "check_query_alone_vs_among_others",
+    "check_query_relabelling",
+    "check_ranker_tags",
+    "check_routing_reaches_fit_and_predict",
+    "check_sample_weight",
+    "check_score_equals_ndcg_scorer",
+    "parametrize_with_checks",
+    "ranker_checks_generator",
+]
+
+# Scores computed in float32 by different batch shapes agree to about this much.
+_RTOL, _ATOL = 1e-5, 1e-6
+
+check_param_validation = _sklearn_checks.check_param_validation
+
+
+# --------------------------------------------------------------------------------------------- data
+def _tags(estimator):
+    return get_ranker_tags(estimator) or RankerTags()
+
+
+def _ranks_within_queries(groups, rng):
+    """A random 1-based rank of each row within its query."""
+    order = np.lexsort((rng.random(len(groups)), groups))
+    sorted_groups = groups[order]
+    starts = np.searchsorted(sorted_groups, sorted_groups)
+    ranks = np.empty(len(groups), dtype=np.int64)
+    ranks[order] = np.arange(len(groups)) - starts + 1
+    return ranks
+
+
+def _ranking_data(estimator, *, n_queries=16, min_length=3, max_length=12, random_state=0, noise=0.5):
+    """``X, y, groups, fit_extras, predict_extras`` for ``estimator``: small, uneven queries, interleaved."""
+    rng = np.random.default_rng(random_state)
+    sizes = rng.integers(min_length, max_length + 1, size=n_queries)
+    groups = np.repeat(np.arange(n_queries) * 7 + 3, sizes)  # ids neither 0-based nor contiguous
+    X = rng.normal(size=(len(groups), 5))
+    latent = X[:, 0] + 0.5 * X[:, 1] + noise * rng.normal(size=len(groups))
+    y = np.digitize(latent, np.quantile(latent, [0.5, 0.8, 0.95])).astype(np.float64)
+    tags = _tags(estimator)
+    if tags.target_kind == "clicks":
+        y = (y > 0).astype(np.float64)
+    order = rng.permutation(len(groups))  # interleave the queries
+    X, y, groups = X[order], y[order], groups[order]
+    extras = {name: _ranks_within_queries(groups, rng) for name in (*tags.extra_fit_inputs,
+                                                                   *tags.extra_predict_inputs)}
+    fit_extras = {name: extras[name] for name in tags.extra_fit_inputs}
+    predict_extras = {name: extras[name] for name in tags.extra_predict_inputs}
+    return X, y, groups, fit_extras, predict_extras
+
+
+def _take(extras, rows):
+    return {name: values[rows] for name, values in extras.items()}
+
+
+@contextlib.contextmanager
+def _quiet():
+    from sklearn_ltr.base import MissingGroupsWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingGroupsWarning)
+        warnings.filterwarnings("ignore", message="positions=None")
+        yield
+
+
+def _fit(estimator, X, y, groups, fit_extras, **params):
+    with _quiet():
+        return estimator.fit(X, y, groups=groups, **fit_extras, **params)
+
+
+def _predict(estimator, X, groups, predict_extras):
+    with _quiet():
+        return np.asarray(estimator.predict(X, groups=groups, **predict_extras), dtype=np.float64)
+
+
+def _has_param(estimator, name):
+    return name in estimator.get_params(deep=False)
+
+
+def _deterministic(estimator):
+    """A copy with a fixed seed where the estimator has one (None if it cannot be made deterministic)."""
+    estimator = clone(estimator)
+    if _has_param(estimator, "random_state"):
+        estimator.set_params(random_state=0)
+    from sklearn.utils import get_tags
+
+    return None if get_tags(estimator).non_deterministic else estimator
+
+
+def _assert_close(actual, expected, message, rtol=_RTOL, atol=_ATOL):
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=message)
+
+
+# ------------------------------------------------------------------------------------------- checks
+def check_ranker_tags(name, estimator_orig):
+    """The tags are :class:`~sklearn_ltr.utils.Tags` holding a valid :class:`RankerTags`."""
+    from sklearn.utils import get_tags
+
+    tags = get_tags(estimator_orig)
+    assert isinstance(tags, Tags) and isinstance(tags.ranker_tags, RankerTags), (
+        f"{name}.__sklearn_tags__ must return sklearn_ltr.utils.Tags with ranker_tags (use RankerMixin)."
+    )
+    ranker_tags = tags.ranker_tags
+    assert ranker_tags.target_kind in TARGET_KINDS, f"{name}: target_kind must be one of {TARGET_KINDS}."
+    import inspect
+
+    for method, names in (("fit", ranker_tags.extra_fit_inputs), ("predict", ranker_tags.extra_predict_inputs)):
+        accepted = inspect.signature(getattr(estimator_orig, method)).parameters
+        for input_name in names:
+            assert input_name in accepted, f"{name}.{method} does not take {input_name!r}, which its tags declare."
+
+
+def check_fit_invariant_to_query_interleaving(name, estimator_orig):
+    """Interleaving the queries' rows differently (each query's rows in the same order) changes nothing."""
+    estimator = _deterministic(estimator_orig)
+    if estimator is None:
+        return
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator)
+    by_query = np.argsort(groups, kind="stable")  # queries contiguous, rows of a query in the same order
+    first = _predict(_fit(clone(estimator), X, y, groups, fit_extras), X, groups, predict_extras)
+    second = _fit(clone(estimator), X[by_query], y[by_query], groups[by_query], _take(fit_extras, by_query))
+    _assert_close(_predict(second, X, groups, predict_extras), first,
+                  f"{name}: fitting on the same queries with their rows interleaved differently changed the model.")
+
+
+def check_predict_invariant_to_row_order(name, estimator_orig):
+    """``predict`` on shuffled rows returns the shuffled scores."""
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
+    estimator = _fit(clone(estimator_orig), X, y, groups, fit_extras)
+    scores = _predict(estimator, X, groups, predict_extras)
+    permutation = np.random.default_rng(1).permutation(len(y))
+    shuffled = _predict(estimator, X[permutation], groups[permutation], _take(predict_extras, permutation))
+    _assert_close(shuffled, scores[permutation], f"{name}.predict depends on the order of the rows.")
+
+
+def check_query_relabelling(name, estimator_orig):
+    """Query ids are names: strings instead of ints (fit) and another sort order (predict) change nothing."""
+    estimator = _deterministic(estimator_orig)
+    if estimator is None:
+        return
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator)
+    as_strings = np.array([f"q{g:06d}" for g in groups])  # same order of queries
+    scrambled = np.array([f"{(g * 7919) % 1000:03d}-{g}" for g in groups])  # another order
+    fitted = _fit(clone(estimator), X, y, groups, fit_extras)
+    scores = _predict(fitted, X, groups, predict_extras)
+    relabelled = _fit(clone(estimator), X, y, as_strings, fit_extras)
+    _assert_close(_predict(relabelled, X, as_strings, predict_extras), scores,
+                  f"{name}: fitting with string query ids gave another model than integer ids.")
+    _assert_close(_predict(fitted, X, scrambled, predict_extras), scores,
+                  f"{name}.predict depends on the query ids' values, not only on which rows share one.")
+
+
+def check_batch_size_invariance(name, estimator_orig):
+    """Predictions do not depend on how many queries go into one prediction batch."""
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
+    estimator = _fit(clone(estimator_orig), X, y, groups, fit_extras)
+    scores = _predict(estimator, X, groups, predict_extras)
+    for batch_size in (1, 3, len(np.unique(groups)) + 1):
+        estimator.set_params(batch_size=batch_size)
+        _assert_close(_predict(estimator, X, groups, predict_extras), scores,
+                      f"{name}.predict changed with batch_size={batch_size}.")
+
+
+def check_query_alone_vs_among_others(name, estimator_orig):
+    """A query scored alone gets the scores it gets in a call with other queries."""
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
+    estimator = _fit(clone(estimator_orig), X, y, groups, fit_extras)
+    scores = _predict(estimator, X, groups, predict_extras)
+    for query in np.unique(groups)[:4]:
+        rows = np.flatnonzero(groups == query)
+        alone = _predict(estimator, X[rows], groups[rows], _take(predict_extras, rows))
+        _assert_close(alone, scores[rows], f"{name}: query {query} scored alone differs from among others.")
+
+
+def check_score_equals_ndcg_scorer(name, estimator_orig):
+    """``score(X, y, groups)`` is ``ndcg_scorer(estimator, X, y, groups=groups)``."""
+    from sklearn_ltr.metrics import ndcg_scorer
+
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
+    estimator = _fit(clone(estimator_orig), X, y, groups, fit_extras)
+    labels = np.digitize(X[:, 0], [-1, 0, 1])  # graded labels, whatever the training target
+    with _quiet():
+        ours = estimator.score(X, labels, groups=groups, **predict_extras)
+    from sklearn_ltr.metrics import ndcg_score
+
+    reference = ndcg_score(labels, _predict(estimator, X, groups, predict_extras), groups, k=10)
+    assert ours == reference, f"{name}.score gave {ours}, NDCG@10 of its predictions is {reference}."
+    if not predict_extras:  # the library's scorer passes only groups to predict
+        assert ndcg_scorer(estimator, X, labels, groups=groups) == ours, f"{name}.score differs from ndcg_scorer."
+
+
+def check_routing_reaches_fit_and_predict(name, estimator_orig):
+    """Under routing, ``groups`` and the extra inputs reach every fit, predict and score through the tools."""
+    estimator = _deterministic(estimator_orig)
+    if estimator is None:
+        return
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator)
+    folds = list(GroupKFold(2).split(X, y, groups))
+    expected = []  # by hand: each fold fitted and scored with its own query ids
+    for train, test in folds:
+        fitted = _fit(clone(estimator), X[train], y[train], groups[train], _take(fit_extras, train))
+        with _quiet():
+            expected.append(fitted.score(X[test], y[test], groups=groups[test], **_take(predict_extras, test)))
+    direct = _predict(_fit(clone(estimator), X, y, groups, fit_extras), X, groups, predict_extras)
+    with sklearn.config_context(enable_metadata_routing=True), _quiet():
+        pipeline = make_pipeline(FunctionTransformer(), clone(estimator))
+        pipeline.fit(X, y, groups=groups, **fit_extras)
+        piped = np.asarray(pipeline.predict(X, groups=groups, **predict_extras), dtype=np.float64)
+        # scoring=None: the estimator's own score, which requests groups and the extra inputs.
+        routed = cross_validate(clone(estimator), X, y, cv=folds, params={"groups": groups, **fit_extras,
+                                                                          **predict_extras})["test_score"]
+    _assert_close(piped, direct,
+                  f"{name}: inside a Pipeline with routing, groups or an extra input did not reach fit or predict.")
+    _assert_close(routed, expected,
+                  f"{name}: cross_validate with routing gave other fold scores than fitting each fold by hand "
+                  f"with its groups: groups (or an extra input) did not reach fit, predict or score.")
+
+
+def check_pickle_round_trip(name, estimator_orig):
+    """A pickled and restored fitted ranker predicts exactly what it predicted."""
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
+    estimator = _fit(clone(estimator_orig), X, y, groups, fit_extras)
+    restored = pickle.loads(pickle.dumps(estimator))
+    np.testing.assert_array_equal(_predict(restored, X, groups, predict_extras),
+                                  _predict(estimator, X, groups, predict_extras),
+                                  err_msg=f"{name}: predictions changed through pickle.")
+
+
+def check_clone_reproduces(name, estimator_orig):
+    """With a fixed ``random_state``, a clone fitted on the same data predicts exactly the same."""
+    estimator = _deterministic(estimator_orig)
+    if estimator is None:
+        return
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator)
+    first = _predict(_fit(clone(estimator), X, y, groups, fit_extras), X, groups, predict_extras)
+    second = _predict(_fit(clone(clone(estimator)), X, y, groups, fit_extras), X, groups, predict_extras)
+    np.testing.assert_array_equal(second, first, err_msg=f"{name}: the same random_state gave other predictions.")
+
+
+def check_early_stopping_restores_best(name, estimator_orig):
+    """Early stopping keeps the best epoch's weights: the same as training exactly that many epochs.
+
+    Trained long enough (with a patience that never stops it) that the best validation
+    epoch is not the last, the kept model must equal a model trained for ``best_iteration_``
+    epochs on the same split, and not the last epoch's.
+    """
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig, n_queries=40, noise=2.0)
+    settings = {"early_stopping": True, "validation_fraction": 0.3, "max_epochs": 12, "n_iter_no_change": 12}
+    for seed in range(6):
+        estimator = clone(estimator_orig).set_params(**settings, lr=0.05, random_state=seed)
+        _fit(estimator, X, y, groups, fit_extras)
+        best = estimator.best_iteration_
+        if best is not None and best < estimator.n_iter_:
+            break
+    else:
+        raise AssertionError(f"{name}: in six seeds the best validation epoch was always the last; "
+                             f"the check cannot observe early stopping.")
+    exact = clone(estimator).set_params(early_stopping=False, max_epochs=best)
+    last = clone(estimator).set_params(early_stopping=False)
+    kept = _predict(estimator, X, groups, predict_extras)
+    _assert_close(kept, _predict(_fit(exact, X, y, groups, fit_extras), X, groups, predict_extras),
+                  f"{name}: early stopping did not restore the weights of epoch {best} (best_iteration_).")
+    assert not np.allclose(kept, _predict(_fit(last, X, y, groups, fit_extras), X, groups, predict_extras)), (
+        f"{name}: the kept model equals the last epoch's although epoch {best} was the best."
+    )
+
+
+def check_max_list_length_training_only(name, estimator_orig):
+    """``max_list_length`` cuts training lists; prediction still scores every document of every list."""
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig, min_length=8, max_length=20)
+    estimator = _fit(clone(estimator_orig).set_params(max_list_length=3), X, y, groups, fit_extras)
+    scores = _predict(estimator, X, groups, predict_extras)
+    assert np.isfinite(scores).all(), f"{name}: predict left rows of long lists unscored (non-finite)."
+    permutation = np.random.default_rng(2).permutation(len(y))
+    _assert_close(_predict(estimator, X[permutation], groups[permutation], _take(predict_extras, permutation)),
+                  scores[permutation], f"{name}: predict on long lists depends on row order (lists subsampled?).")
+    if not _tags(estimator).list_context:  # a pointwise score is the row's own
+        rows = np.flatnonzero(groups == groups[0])
+        alone = np.concatenate([_predict(estimator, X[[i]], groups[[i]], _take(predict_extras, [i])) for i in rows])
+        _assert_close(alone, scores[rows], f"{name}: a long list's rows are not all scored as themselves.")
+
+
+def _nan_loss(scores, labels, mask, **options):
+    return scores.sum() * float("nan")
+
+
+_SEEN_OPTIONS = []
+
+
+def _recording_loss(scores, labels, mask, *, marker=None):
+    _SEEN_OPTIONS.append(marker)
+    return (scores * mask).pow(2).mean()
+
+
+def check_non_finite_loss_raises(name, estimator_orig):
+    """A loss that turns NaN stops training with an error that names the epoch, never a NaN model."""
+    X, y, groups, fit_extras, _ = _ranking_data(estimator_orig)
+    estimator = clone(estimator_orig).set_params(loss=_nan_loss)
+    try:
+        _fit(estimator, X, y, groups, fit_extras)
+    except (FloatingPointError, ValueError) as error:
+        assert "epoch" in str(error), f"{name}: the non-finite loss error does not name the epoch: {error}"
+    else:
+        raise AssertionError(f"{name}.fit returned normally although its loss was NaN.")
+
+
+def check_loss_params_reach_loss(name, estimator_orig):
+    """``loss_params`` are passed to the loss function."""
+    X, y, groups, fit_extras, _ = _ranking_data(estimator_orig)
+    _SEEN_OPTIONS.clear()
+    estimator = clone(estimator_orig).set_params(loss=_recording_loss, loss_params={"marker": 17})
+    _fit(estimator, X, y, groups, fit_extras)
+    assert _SEEN_OPTIONS and set(_SEEN_OPTIONS) == {17}, f"{name}: loss_params did not reach the loss."
+
+
+def check_sample_weight(name, estimator_orig):
+    """Per-query ``sample_weight``: uniform weights change nothing, uneven ones do, varying within a query fails."""
+    estimator = _deterministic(estimator_orig)
+    if estimator is None:
+        return
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator)
+    plain = _predict(_fit(clone(estimator), X, y, groups, fit_extras), X, groups, predict_extras)
+    uniform = _fit(clone(estimator), X, y, groups, fit_extras, sample_weight=np.full(len(y), 3.0))
+    _assert_close(_predict(uniform, X, groups, predict_extras), plain,
+                  f"{name}: a uniform sample_weight of 3 changed the model.", rtol=1e-4, atol=1e-5)
+    uneven = np.where(groups % 2 == 1, 5.0, 0.2)  # constant within each query
+    weighted = _fit(clone(estimator), X, y, groups, fit_extras, sample_weight=uneven)
+    assert not np.allclose(_predict(weighted, X, groups, predict_extras), plain), (
+        f"{name}: uneven per-query sample_weight had no effect: the weights are ignored."
+    )
+    varying = np.arange(len(y), dtype=np.float64) + 1.0
+    try:
+        _fit(clone(estimator), X, y, groups, fit_extras, sample_weight=varying)
+    except ValueError as error:
+        assert "sample_weight" in str(error), f"{name}: the error does not name sample_weight: {error}"
+    else:
+        raise AssertionError(f"{name}.fit accepted a sample_weight that varies within a query.")
+
+
+# ------------------------------------------------------------------------------------- generation
+_ALWAYS = (
+    check_ranker_tags,
+    check_fit_invariant_to_query_interleaving,
+    check_predict_invariant_to_row_order,
+    check_query_relabelling,
+    check_query_alone_vs_among_others,
+    check_score_equals_ndcg_scorer,
+    check_routing_reaches_fit_and_predict,
+    check_pickle_round_trip,
+    check_clone_reproduces,
+)
+
+# check -> constructor parameters it needs
+_NEEDS_PARAMS = {
+    check_batch_size_invariance: ("batch_size",),
+    check_early_stopping_restores_best: ("early_stopping", "validation_fraction", "max_epochs",
+                                         "n_iter_no_change", "lr", "random_state"),
+    check_max_list_length_training_only: ("max_list_length",),
+    check_non_finite_loss_raises: ("loss",),
+    check_loss_params_reach_loss: ("loss", "loss_params"),
+}
+
+
+def _check_name(check):
+    while hasattr(check, "__wrapped__"):
+        check = check.__wrapped__
+    return check.func.__name__ if isinstance(check, functools.partial) else check.__name__
+
+
+@contextlib.contextmanager
+def _click_targets(estimator):
+    """Feed 0/1 targets to scikit-learn's checks for a ranker that learns from clicks."""
+    if _tags(estimator).target_kind != "clicks":
+        yield
+        return
+    original = _sklearn_checks._enforce_estimator_tags_y
+
+    def clicks(estimator, y):
+        y = original(estimator, y)
+        return (np.asarray(y) > np.min(y)).astype(np.asarray(y).dtype) if np.size(y) else y
+
+    _sklearn_checks._enforce_estimator_tags_y = clicks
+    try:
+        yield
+    finally:
+        _sklearn_checks._enforce_estimator_tags_y = original
+
+
+def _with_targets(check, estimator):
+    @functools.wraps(check)
+    def wrapped(*args, **kwargs):
+        with _click_targets(estimator):
+            return check(*args, **kwargs)
+
+    return wrapped
+
+
+def ranker_checks_generator(estimator, *, sklearn_checks=True):
+    """Yield ``(estimator, check)`` pairs: scikit-learn's checks, then the ranker checks.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        The ranker to check (small and fast settings: few epochs or trees).
+    sklearn_checks : bool, default=True
+        Also yield scikit-learn's own checks (``legacy=True``) and its
+        ``check_param_validation``.
+
+    Yields
+    ------
+    estimator : estimator instance
+        The estimator the check runs on.
+    check : callable
+        ``check(estimator)`` raises on failure.
+
+    Examples
+    --------
+    >>> from sklearn_ltr import LambdaMARTRanker
+    >>> from sklearn_ltr.utils.estimator_checks import ranker_checks_generator
+    >>> checks = [check for _, check in ranker_checks_generator(LambdaMARTRanker(n_estimators=2))]
+    >>> "check_query_alone_vs_among_others" in {c.func.__name__ for c in checks if hasattr(c, "func")}
+    True
+    """
+    name = type(estimator).__name__
+    if sklearn_checks:
+        for instance, check in _sklearn_checks.estimator_checks_generator(estimator, legacy=True):
+            yield instance, _with_targets(check, estimator)
+        if hasattr(estimator, "_parameter_constraints"):
+            yield estimator, _with_targets(functools.partial(check_param_validation, name), estimator)
+    if get_ranker_tags(estimator) is None:  # not a ranker: scikit-learn's checks only
+        return
+    params = estimator.get_params(deep=False)
+    for check in _ALWAYS:
+        yield estimator, functools.partial(check, name)
+    for check, needed in _NEEDS_PARAMS.items():
+        if all(param in params for param in needed):
+            yield estimator, functools.partial(check, name)
+    import inspect
+
+    if "sample_weight" in inspect.signature(estimator.fit).parameters:
+        yield estimator, functools.partial(check_sample_weight, name)
+
+
+def parametrize_with_checks(estimators, *, expected_failed_checks=None, sklearn_checks=True):
+    """Pytest decorator running every contract check on each estimator, as scikit-learn's.
+
+    Parameters
+    ----------
+    estimators : list of estimator instances
+        Rankers (and other estimators) to check.
+    expected_failed_checks : callable, default=None
+        ``expected_failed_checks(estimator) -> {check name: reason}``; those checks are
+        marked ``xfail`` with the reason.
+    sklearn_checks : bool, default=True
+        Also run scikit-learn's checks.
+
+    Returns
+    -------
+    decorator : pytest.mark.parametrize
+        Parametrizes ``(estimator, check)``; the test calls ``check(estimator)``.
+
+    Examples
+    --------
+    >>> from sklearn_ltr import LambdaMARTRanker
+    >>> from sklearn_ltr.utils.estimator_checks import parametrize_with_checks
+    >>> @parametrize_with_checks([LambdaMARTRanker(n_estimators=2, n_jobs=1)])
+    ... def test_contract(estimator, check):
+    ...     check(estimator)
+    """
+    import pytest
+
+    params = []
+    for estimator in estimators:
+        expected = expected_failed_checks(estimator) if expected_failed_checks else {}
+        for instance, check in ranker_checks_generator(estimator, sklearn_checks=sklearn_checks):
+            reason = expected.get(_check_name(check))
+            marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+            params.append(pytest.param(instance, check, marks=marks,
+                                       id=f"{type(estimator).__name__}-{_check_name(check)}"))
+    return pytest.mark.parametrize(("estimator", "check"), params)
+
+
+def check_estimator(estimator, *, expected_failed_checks=None, sklearn_checks=True):
+    """Run every contract check on ``estimator``, without pytest; raise on the first unexpected result.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        The ranker to check.
+    expected_failed_checks : dict, default=None
+        ``{check name: reason}`` of checks expected to fail: they must fail.
+    sklearn_checks : bool, default=True
+        Also run scikit-learn's checks.
+
+    Returns
+    -------
+    names : list of str
+        The checks that ran.
+
+    Examples
+    --------
+    >>> from sklearn_ltr import LambdaMARTRanker
+    >>> from sklearn_ltr.utils.estimator_checks import check_estimator
+    >>> names = check_estimator(LambdaMARTRanker(n_estimators=2, n_jobs=1), sklearn_checks=False)
+    >>> "check_routing_reaches_fit_and_predict" in names
+    True
+    """
+    expected = expected_failed_checks or {}
+    names = []
+    for instance, check in ranker_checks_generator(estimator, sklearn_checks=sklearn_checks):
+        name = _check_name(check)
+        names.append(name)
+        try:
+            check(instance)
+        except Exception as error:
+            if name not in expected:
+                raise AssertionError(f"{type(estimator).__name__} fails {name}: {error}") from error
+        else:
+            if name in expected:
+                raise AssertionError(f"{type(estimator).__name__} passes {name}, expected to fail: "
+                                     f"{expected[name]}")
+    return names
