@@ -1,6 +1,5 @@
 """DASALCRanker and its network: list context, equivariance, padding, noise, routing."""
 
-import pickle
 
 import numpy as np
 import pytest
@@ -14,9 +13,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_ltr import ndcg_scorer
-from sklearn_ltr._groups import QueryGroups
-from sklearn_ltr._skorch import build_dataset
+from sklearn_ltr import Log1pTransformer, ndcg_scorer
 from sklearn_ltr.base import MissingGroupsWarning
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.metrics import ndcg_score
@@ -152,38 +149,12 @@ def test_fit_predict_history_and_learning(data, fitted):
     assert fitted.score(X_test, y_test, q_test) > random + 0.1
 
 
-def test_predict_is_deterministic_and_row_order_invariant(data, fitted):
-    X, y, qid = data
-    first = fitted.predict(X, groups=qid)
-    np.testing.assert_array_equal(fitted.predict(X, groups=qid), first)
-    permutation = np.random.default_rng(0).permutation(len(y))
-    np.testing.assert_array_equal(fitted.predict(X[permutation], groups=qid[permutation]), first[permutation])
-    # A query scored alone gets the scores it gets among all the others.
-    rows = qid == qid[0]
-    np.testing.assert_allclose(fitted.predict(X[rows], groups=qid[rows]), first[rows], rtol=1e-5, atol=1e-6)
-    # ... and whatever the batch size of prediction.
-    dataset = build_dataset(QueryGroups(qid), X)
-    by_batch = [fitted.net_.score_rows(dataset, batch_size=b) for b in (1, 7, 500)]
-    np.testing.assert_allclose(by_batch[0], by_batch[1], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(by_batch[0], by_batch[2], rtol=1e-5, atol=1e-6)
-
-
 def test_list_context_changes_scores(data, fitted):
     X, _, qid = data
     rows = np.flatnonzero(qid == qid[0])
     full = fitted.predict(X[rows], groups=qid[rows])
     half = fitted.predict(X[rows[:3]], groups=qid[rows[:3]])
     assert not np.allclose(full[:3], half)
-
-
-def test_same_seed_same_model(data):
-    X, y, qid = data
-    params = {**TINY, "max_epochs": 2, "dropout": 0.2, "noise_std": 1.0}
-    a = DASALCRanker(**params, random_state=3).fit(X, y, qid).predict(X, qid)
-    b = DASALCRanker(**params, random_state=3).fit(X, y, qid).predict(X, qid)
-    c = DASALCRanker(**params, random_state=4).fit(X, y, qid).predict(X, qid)
-    np.testing.assert_array_equal(a, b)
-    assert not np.allclose(a, c)
 
 
 def test_ablation_configurations_train(data):
@@ -198,14 +169,6 @@ def test_predict_without_groups_warns(data, fitted):
     X, _, _ = data
     with pytest.warns(MissingGroupsWarning, match="ONE query"):
         fitted.predict(X[:20])
-
-
-def test_pickle_and_clone(data, fitted):
-    X, _, qid = data
-    restored = pickle.loads(pickle.dumps(fitted))
-    np.testing.assert_array_equal(restored.predict(X, qid), fitted.predict(X, qid))
-    fresh = clone(fitted)
-    assert not hasattr(fresh, "net_") and fresh.get_params() == fitted.get_params()
 
 
 class SpyDASALC(DASALCRanker):
@@ -278,3 +241,50 @@ def test_bad_data(data, fitted):
         fitted.predict(X, groups=qid[:3])
     with pytest.raises(ValueError, match="features"):
         fitted.predict(X[:, :3], groups=qid)
+
+
+def test_log1p_false_sees_raw_features(data):
+    # log1p=True on X trains the model that log1p=False trains on log1p(X): the switch is honoured
+    # both ways (a model ignoring it would differ on one side).
+    X, y, qid = data
+    params = {**TINY, "max_epochs": 2, "random_state": 0}
+    built_in = DASALCRanker(log1p=True, **params).fit(X, y, qid).predict(X, qid)
+    outside = DASALCRanker(log1p=False, **params).fit(Log1pTransformer().fit_transform(X), y, qid)
+    # float32 rounding of log1p inside vs outside the network drifts by ~1e-3 in two epochs ...
+    np.testing.assert_allclose(outside.predict(Log1pTransformer().fit_transform(X), qid), built_in, atol=5e-3)
+    # ... while raw features give a model ~100 times further away.
+    raw = DASALCRanker(log1p=False, **params).fit(X, y, qid).predict(X, qid)
+    assert np.abs(raw - built_in).max() > 0.1
+
+
+def test_predict_shrinks_batches_when_memory_is_short(data, fitted, monkeypatch):
+    from sklearn_ltr import _memory
+
+    X, _, qid = data
+    expected = fitted.predict(X, qid)
+    longest = int(np.bincount(np.unique(qid, return_inverse=True)[1]).max())
+    quadratic, linear = fitted._memory_terms(X.shape[1], training=False)
+    one_list = _memory.batch_bytes(1, longest, quadratic=quadratic, linear=linear)
+    seen = []
+    original = fitted.net_.score_rows
+
+    def spy(dataset, batch_size=None):
+        seen.append(batch_size)
+        return original(dataset, batch_size=batch_size)
+
+    monkeypatch.setattr(fitted.net_, "score_rows", spy)
+    monkeypatch.setattr(_memory, "available_memory", lambda device: int(2.5 * one_list / _memory.MEMORY_FRACTION))
+    np.testing.assert_allclose(fitted.predict(X, qid), expected, rtol=1e-5, atol=1e-6)
+    assert seen == [2]  # two of the longest lists fit at once
+    monkeypatch.setattr(_memory, "available_memory", lambda device: int(0.5 * one_list))
+    with pytest.raises(MemoryError, match=rf"longest query \({longest} documents\)"):
+        fitted.predict(X, qid)
+
+
+def test_training_memory_names_attention_and_max_list_length(data, monkeypatch):
+    from sklearn_ltr import _memory
+
+    X, y, qid = data
+    monkeypatch.setattr(_memory, "available_memory", lambda device: 10**6)
+    with pytest.raises(MemoryError, match=r"self-attention \(1 layers x 2 heads\).*Set max_list_length=\d+"):
+        DASALCRanker(**TINY, max_epochs=1).fit(X, y, qid)

@@ -9,7 +9,6 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ltr import ndcg_scorer
 from sklearn_ltr._groups import QueryGroups
@@ -20,6 +19,7 @@ from sklearn_ltr.rankers import LambdaMARTRanker
 from sklearn_ltr.rankers._dasalc import DASALCRanker
 from sklearn_ltr.rankers._ensemble import RankingEnsemble, normalize_scores
 from sklearn_ltr.rankers._setrank import SetRankRanker
+from sklearn_ltr.utils.estimator_checks import parametrize_with_checks
 
 TINY_DASALC = {"hidden_size": 8, "n_layers": 1, "n_attention_layers": 1, "n_heads": 1, "head_size": 4,
                "max_epochs": 2, "device": "cpu"}
@@ -175,19 +175,27 @@ def test_bad_parameters(data, params, match):
         RankingEnsemble(**{"estimator": _bagged_lambdamart(), **params}).fit(X, y, qid)
 
 
-# To move to tests/test_common.py once RankingEnsemble is exported. Over a pointwise ranker and
-# without normalisation every check passes; over a list-context ranker (DASALC-ens) only
-# check_methods_subset_invariance fails, for the same reason as DASALCRanker's.
+# tests/test_common.py runs the contract suite on RankingEnsemble over LambdaMART (pointwise members).
+# Over a list-context ranker (DASALC-ens) the ensemble must carry the members' ranker tags; the
+# ranker checks are driven by them, and only scikit-learn's check_methods_subset_invariance fails,
+# for the same reason as DASALCRanker's.
 @pytest.mark.filterwarnings("ignore::sklearn_ltr.base.MissingGroupsWarning")
 @parametrize_with_checks(
-    [
-        RankingEnsemble(LambdaMARTRanker(n_estimators=5, num_leaves=7, n_jobs=1), n_estimators=2, random_state=0),
-        RankingEnsemble(DASALCRanker(**TINY_DASALC), n_estimators=2, random_state=0),
-    ],
-    expected_failed_checks=lambda est: (
-        {"check_methods_subset_invariance": "list context (DASALC members)"}
-        if isinstance(est.estimator, DASALCRanker) else {}
-    ),
+    [RankingEnsemble(DASALCRanker(**TINY_DASALC), n_estimators=2, random_state=0)],
+    expected_failed_checks=lambda est: {
+        "check_methods_subset_invariance": "list context (DASALC members)",
+        "check_sample_weights_not_overwritten": "per-query sample_weight (see tests/test_common.py)",
+        "check_sample_weight_equivalence_on_dense_data": "per-query sample_weight (see tests/test_common.py)",
+    },
 )
-def test_sklearn_compatible(estimator, check):
+def test_dasalc_ens_contract(estimator, check):
     check(estimator)
+
+
+def test_ensemble_carries_the_members_ranker_tags():
+    from sklearn_ltr.utils import get_ranker_tags
+
+    assert get_ranker_tags(RankingEnsemble(DASALCRanker())).list_context
+    assert not get_ranker_tags(RankingEnsemble(LambdaMARTRanker())).list_context
+    setrank = get_ranker_tags(RankingEnsemble(SetRankRanker()))
+    assert setrank.extra_predict_inputs == ("initial_rank",)

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import sklearn
 import torch
-from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -95,41 +94,12 @@ def test_learns_better_than_random(data):
     assert ranker.score(X_test, y_test, q_test) > random_ndcg + 0.1
 
 
-def test_same_seed_same_predictions_and_row_order_invariance(data):
+def test_another_seed_another_model(data):
+    # The same seed reproducing is a contract check (check_clone_reproduces); here the converse.
     X, y, qid = data
     a = RankNetRanker(max_epochs=2, dropout=0.2, random_state=7).fit(X, y, qid)
-    b = RankNetRanker(max_epochs=2, dropout=0.2, random_state=7).fit(X, y, qid)
-    np.testing.assert_array_equal(a.predict(X), b.predict(X))
     c = RankNetRanker(max_epochs=2, dropout=0.2, random_state=8).fit(X, y, qid)
     assert not np.allclose(a.predict(X), c.predict(X))
-    perm = np.random.default_rng(0).permutation(len(y))
-    np.testing.assert_allclose(a.predict(X[perm]), a.predict(X)[perm], rtol=1e-6)
-    # Relabelling the queries (same order of ids) changes nothing: queries, not ids, are the items.
-    d = RankNetRanker(max_epochs=2, dropout=0.2, random_state=7).fit(X, y, qid * 10 + 3)
-    np.testing.assert_array_equal(d.predict(X), a.predict(X))
-
-
-def test_predictions_do_not_depend_on_batch_size(data):
-    X, y, qid = data
-    ranker = RankNetRanker(max_epochs=2, batch_norm=True, random_state=0).fit(X, y, qid)
-    dataset_scores = [ranker.net_.score_rows(build_dataset(*_query_index(X, qid)), batch_size=b) for b in (1, 7, 500)]
-    np.testing.assert_allclose(dataset_scores[0], dataset_scores[1], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(dataset_scores[0], dataset_scores[2], rtol=1e-5, atol=1e-6)
-
-
-def _query_index(X, qid):
-    from sklearn_ltr._groups import QueryGroups
-
-    return QueryGroups(qid), X
-
-
-def test_pickle_and_clone(data):
-    X, y, qid = data
-    ranker = RankNetRanker(max_epochs=2, random_state=0).fit(X, y, qid)
-    restored = pickle.loads(pickle.dumps(ranker))
-    np.testing.assert_array_equal(restored.predict(X), ranker.predict(X))
-    fresh = clone(ranker)
-    assert not hasattr(fresh, "net_") and fresh.get_params() == ranker.get_params()
 
 
 @pytest.mark.parametrize("name", sorted(__import__("sklearn_ltr.losses", fromlist=["LOSSES"]).LOSSES))
@@ -330,7 +300,7 @@ def test_non_finite_training_is_an_error_naming_the_epoch(data, params):
 def test_predict_refuses_to_return_non_finite_scores(data):
     X, y, qid = data
     ranker = RankNetRanker(hidden_sizes=(), max_epochs=1, random_state=0).fit(X, y, qid)
-    with pytest.raises(ValueError, match="non-finite scores.*scale the features"):
+    with pytest.raises(ValueError, match=r"non-finite scores.*scale the features"):
         ranker.predict(np.full(X.shape, 1e300))  # finite in float64, inf in the network's float32
 
 

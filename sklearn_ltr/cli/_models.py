@@ -27,6 +27,7 @@ removed from the fitted model.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -36,7 +37,26 @@ from skorch.callbacks import Callback
 from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._errors import CLIError
 
-__all__ = ["MODELS", "PREPROCESSING", "ModelSpec", "fit_model", "settable_params"]
+__all__ = [
+    "ESTIMATOR_ERRORS", "MODELS", "PREPROCESSING", "ModelSpec", "estimator_errors", "fit_model", "settable_params",
+]
+
+#: What the estimators' ``fit`` and ``predict`` raise for a value the user gave, reported as a user
+#: error (one line, exit status 2) rather than a traceback. The policy is deliberately narrow:
+#:
+#: - ``ValueError``: a rejected parameter value (scikit-learn's ``InvalidParameterError`` is one) or
+#:   data (labels, NaN features, a loss that went NaN: ``NonFiniteLossError``);
+#: - ``TypeError``: a ``--param`` value of the wrong kind reaching the ranker (``hidden_sizes=("a",)``);
+#: - ``OverflowError``: a ``--param`` number too large for the backend's integers;
+#: - ``MemoryError``: the rankers' check that a batch fits in memory (it names ``max_list_length``
+#:   as the fix), or an allocation that the parameters or data make too large.
+#:
+#: Plus LightGBM's ``LightGBMError`` (matched by name, LightGBM being imported lazily). Only calls
+#: into the estimators are covered (construction, the preprocessing steps, ``fit``, ``predict``),
+#: never the command line's own code around them; any other exception (``RuntimeError``,
+#: ``AttributeError``, ``KeyError``, ``IndexError``, ...) is a bug and keeps its traceback.
+#: ``--traceback`` shows the traceback of a user error too.
+ESTIMATOR_ERRORS = (ValueError, TypeError, OverflowError, MemoryError)
 
 #: Patience of LambdaMART's early stopping on ``--valid`` when ``early_stopping_rounds`` is not given.
 LAMBDAMART_PATIENCE = 50
@@ -73,7 +93,9 @@ class ModelSpec:
     @property
     def list_context(self):
         """Whether predictions need each row's query id (the score depends on the list)."""
-        return bool(getattr(self.cls, "_list_context", False))
+        from sklearn_ltr.utils import get_ranker_tags
+
+        return get_ranker_tags(self.cls()).list_context
 
 
 MODELS = {spec.name: spec for spec in (
@@ -137,7 +159,21 @@ def _strip_cli_callbacks(ranker):
     net.callbacks_ = [(name, cb) for name, cb in net.callbacks_ if not name.startswith(_PREFIX)]
 
 
-def _fit_lambdamart(ranker, params, train, valid, *, early_stopping, progress, desc):
+@contextlib.contextmanager
+def estimator_errors(doing):
+    """Report the errors of ``ESTIMATOR_ERRORS`` and LightGBM's as ``CLIError(f"{doing} failed: ...")``."""
+    try:
+        yield
+    except ESTIMATOR_ERRORS as err:
+        prefix = "" if isinstance(err, (ValueError, TypeError)) else f"{type(err).__name__}: "
+        raise CLIError(f"{doing} failed: {prefix}{err}") from err
+    except Exception as err:
+        if type(err).__name__ != "LightGBMError":
+            raise
+        raise CLIError(f"{doing} failed: LightGBM: {err}") from err
+
+
+def _fit_lambdamart(ranker, params, train, valid, *, early_stopping, progress, desc, name):
     kwargs = {}
     if valid is not None:
         kwargs = {"eval_set": [valid], "eval_names": ["vali"]}
@@ -146,7 +182,8 @@ def _fit_lambdamart(ranker, params, train, valid, *, early_stopping, progress, d
             ranker.set_params(early_stopping_rounds=LAMBDAMART_PATIENCE)
     bar = _progress.BoostingBar(ranker.n_estimators, desc) if progress else None
     try:
-        ranker.fit(*train, callbacks=None if bar is None else [bar], **kwargs)
+        with estimator_errors(f"training {name}"):
+            ranker.fit(*train, callbacks=None if bar is None else [bar], **kwargs)
     finally:
         if bar is not None:
             bar.close()
@@ -155,7 +192,7 @@ def _fit_lambdamart(ranker, params, train, valid, *, early_stopping, progress, d
     return {"rounds": rounds, "best_iteration": ranker.best_iteration_}
 
 
-def _fit_neural(ranker, train, valid, *, extras, early_stopping, progress, desc):
+def _fit_neural(ranker, train, valid, *, extras, early_stopping, progress, desc, name):
     from skorch.callbacks import EarlyStopping
 
     callbacks = []
@@ -169,7 +206,8 @@ def _fit_neural(ranker, train, valid, *, extras, early_stopping, progress, desc)
     user_callbacks = ranker.callbacks
     ranker.set_params(callbacks=callbacks + list(user_callbacks or []))
     try:
-        ranker.fit(*train, **extras)
+        with estimator_errors(f"training {name}"):
+            ranker.fit(*train, **extras)
     finally:
         ranker.set_params(callbacks=user_callbacks)
         if hasattr(ranker, "net_"):
@@ -214,7 +252,8 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
     Raises
     ------
     CLIError
-        When the ranker rejects a parameter value or the data (its ``ValueError``).
+        When the ranker rejects a parameter value or the data: one of ``ESTIMATOR_ERRORS``,
+        or a ``LightGBMError``, raised by a preprocessing step or the ranker.
     """
     from sklearn.pipeline import Pipeline
 
@@ -223,28 +262,22 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
     defaults = {"random_state": seed}
     if threads is not None and not spec.neural:
         defaults["n_jobs"] = threads
-    ranker = spec.cls(**{**defaults, **params})
     start = time.perf_counter()
-    try:
+    with estimator_errors(f"training {spec.name}"):
+        ranker = spec.cls(**{**defaults, **params})
         X, X_valid = train.X, None if valid is None else valid.X
         for _, step in steps:
             X = step.fit_transform(X)
             X_valid = None if valid is None else step.transform(X_valid)
-        train_set = (X, train.y, train.groups)
-        valid_set = None if valid is None else (X_valid, valid.y, valid.groups)
-        if spec.neural:
-            extras = {"positions": train.positions} if spec.clicks else {}
-            report = _fit_neural(ranker, train_set, valid_set, extras=extras, early_stopping=early_stopping,
-                                 progress=progress, desc=desc)
-        else:
-            report = _fit_lambdamart(ranker, params, train_set, valid_set, early_stopping=early_stopping,
-                                     progress=progress, desc=desc)
-    except (ValueError, TypeError) as err:
-        raise CLIError(f"training {spec.name} failed: {err}") from err
-    except Exception as err:
-        if type(err).__name__ != "LightGBMError":
-            raise
-        raise CLIError(f"training {spec.name} failed: LightGBM: {err}") from err
+    train_set = (X, train.y, train.groups)
+    valid_set = None if valid is None else (X_valid, valid.y, valid.groups)
+    if spec.neural:
+        extras = {"positions": train.positions} if spec.clicks else {}
+        report = _fit_neural(ranker, train_set, valid_set, extras=extras, early_stopping=early_stopping,
+                             progress=progress, desc=desc, name=spec.name)
+    else:
+        report = _fit_lambdamart(ranker, params, train_set, valid_set, early_stopping=early_stopping,
+                                 progress=progress, desc=desc, name=spec.name)
     report["fit_seconds"] = time.perf_counter() - start
     report["preprocessing"] = kind
     estimator = Pipeline([*steps, ("ranker", ranker)]) if steps else ranker
