@@ -30,6 +30,9 @@ PUBLIC_MODULES = [
     "sklearn_ltr.preprocessing",
     "sklearn_ltr.rankers",
     "sklearn_ltr.nn",
+    "sklearn_ltr.utils",
+    "sklearn_ltr.utils.estimator_checks",
+    "sklearn_ltr.exceptions",
 ]
 # Public names outside an ``__all__``: (module, name).
 EXTRA_NAMES = [("sklearn_ltr.cli", "main")]

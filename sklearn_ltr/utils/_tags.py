@@ -64,10 +64,14 @@ class Tags(sklearn.utils.Tags):
 
     Parameters
     ----------
+    estimator_type, target_tags, transformer_tags, classifier_tags, regressor_tags : object
+        As in :class:`sklearn.utils.Tags`.
+    array_api_support, no_validation, non_deterministic, requires_fit, _skip_test : bool
+        As in :class:`sklearn.utils.Tags`.
+    input_tags : sklearn.utils.InputTags
+        As in :class:`sklearn.utils.Tags`.
     ranker_tags : RankerTags or None, default=None
         The ranker's tags; ``None`` for an estimator that is not a ranker.
-    **kwargs
-        The fields of :class:`sklearn.utils.Tags`.
 
     Examples
     --------

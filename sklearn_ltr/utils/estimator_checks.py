@@ -34,7 +34,7 @@ The ranker checks (each ``check_*(name, estimator)``, raising ``AssertionError``
 - :func:`check_max_list_length_training_only`: training lists are cut, predicted lists never.
 - :func:`check_non_finite_loss_raises`, :func:`check_loss_params_reach_loss`: the loss is honoured.
 - :func:`check_sample_weight`: per-query weights are used, and refused when they vary within a query.
-- :func:`check_param_validation` (scikit-learn's): every parameter given a wrong type or value
+- ``check_param_validation`` (scikit-learn's): every parameter given a wrong type or value
   raises ``InvalidParameterError`` naming it.
 """
 
@@ -64,7 +64,6 @@ __all__ = [
     "check_loss_params_reach_loss",
     "check_max_list_length_training_only",
     "check_non_finite_loss_raises",
-    "check_param_validation",
     "check_pickle_round_trip",
     "check_predict_invariant_to_row_order",
     "check_query_alone_vs_among_others",
@@ -160,7 +159,44 @@ def _assert_close(actual, expected, message, rtol=_RTOL, atol=_ATOL):
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=message)
 
 
+_POINTWISE = "LambdaMARTRanker(n_estimators=2, n_jobs=1)"
+_NEURAL = "RankNetRanker(hidden_sizes=(4,), max_epochs=2, device='cpu')"
+
+_DOC_TAIL = """
+
+    Parameters
+    ----------
+    name : str
+        The estimator's name, for messages.
+    estimator_orig : estimator instance
+        The (unfitted) ranker; it is cloned, never modified.
+
+    Raises
+    ------
+    AssertionError
+        When the ranker breaks the contract.
+
+    Examples
+    --------
+    >>> from sklearn_ltr import {cls}
+    >>> from sklearn_ltr.utils.estimator_checks import {check}
+    >>> {check}("{cls}", {estimator})
+    """
+
+
+def _documented(estimator=_POINTWISE):
+    """Add the shared Parameters/Raises sections and an example running the check on ``estimator``."""
+
+    def decorate(check):
+        cls = estimator.split("(")[0]
+        check.__doc__ = check.__doc__.rstrip() + _DOC_TAIL.format(cls=cls, check=check.__name__, estimator=estimator)
+        return check
+
+    return decorate
+
+
 # ------------------------------------------------------------------------------------------- checks
+@_documented()
 def check_ranker_tags(name, estimator_orig):
     """The tags are :class:`~sklearn_ltr.utils.Tags` holding a valid :class:`RankerTags`."""
     from sklearn.utils import get_tags
@@ -179,6 +215,7 @@ def check_ranker_tags(name, estimator_orig):
             assert input_name in accepted, f"{name}.{method} does not take {input_name!r}, which its tags declare."
 
 
+@_documented()
 def check_fit_invariant_to_query_interleaving(name, estimator_orig):
     """Interleaving the queries' rows differently (each query's rows in the same order) changes nothing."""
     estimator = _deterministic(estimator_orig)
@@ -192,6 +229,7 @@ def check_fit_invariant_to_query_interleaving(name, estimator_orig):
                   f"{name}: fitting on the same queries with their rows interleaved differently changed the model.")
 
 
+@_documented()
 def check_predict_invariant_to_row_order(name, estimator_orig):
     """``predict`` on shuffled rows returns the shuffled scores."""
     X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
@@ -202,6 +240,7 @@ def check_predict_invariant_to_row_order(name, estimator_orig):
     _assert_close(shuffled, scores[permutation], f"{name}.predict depends on the order of the rows.")
 
 
+@_documented()
 def check_query_relabelling(name, estimator_orig):
     """Query ids are names: strings instead of ints (fit) and another sort order (predict) change nothing."""
     estimator = _deterministic(estimator_orig)
@@ -219,6 +258,7 @@ def check_query_relabelling(name, estimator_orig):
                   f"{name}.predict depends on the query ids' values, not only on which rows share one.")
 
 
+@_documented(_NEURAL)
 def check_batch_size_invariance(name, estimator_orig):
     """Predictions do not depend on how many queries go into one prediction batch."""
     X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
@@ -230,6 +270,7 @@ def check_batch_size_invariance(name, estimator_orig):
                       f"{name}.predict changed with batch_size={batch_size}.")
 
 
+@_documented()
 def check_query_alone_vs_among_others(name, estimator_orig):
     """A query scored alone gets the scores it gets in a call with other queries."""
     X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
@@ -241,6 +282,7 @@ def check_query_alone_vs_among_others(name, estimator_orig):
         _assert_close(alone, scores[rows], f"{name}: query {query} scored alone differs from among others.")
 
 
+@_documented()
 def check_score_equals_ndcg_scorer(name, estimator_orig):
     """``score(X, y, groups)`` is ``ndcg_scorer(estimator, X, y, groups=groups)``."""
     from sklearn_ltr.metrics import ndcg_scorer
@@ -258,6 +300,7 @@ def check_score_equals_ndcg_scorer(name, estimator_orig):
         assert ndcg_scorer(estimator, X, labels, groups=groups) == ours, f"{name}.score differs from ndcg_scorer."
 
 
+@_documented()
 def check_routing_reaches_fit_and_predict(name, estimator_orig):
     """Under routing, ``groups`` and the extra inputs reach every fit, predict and score through the tools."""
     estimator = _deterministic(estimator_orig)
@@ -285,6 +328,7 @@ def check_routing_reaches_fit_and_predict(name, estimator_orig):
                   f"with its groups: groups (or an extra input) did not reach fit, predict or score.")
 
 
+@_documented()
 def check_pickle_round_trip(name, estimator_orig):
     """A pickled and restored fitted ranker predicts exactly what it predicted."""
     X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
@@ -295,6 +339,7 @@ def check_pickle_round_trip(name, estimator_orig):
                                   err_msg=f"{name}: predictions changed through pickle.")
 
 
+@_documented()
 def check_clone_reproduces(name, estimator_orig):
     """With a fixed ``random_state``, a clone fitted on the same data predicts exactly the same."""
     estimator = _deterministic(estimator_orig)
@@ -306,6 +351,7 @@ def check_clone_reproduces(name, estimator_orig):
     np.testing.assert_array_equal(second, first, err_msg=f"{name}: the same random_state gave other predictions.")
 
 
+@_documented(_NEURAL)
 def check_early_stopping_restores_best(name, estimator_orig):
     """Early stopping keeps the best epoch's weights: the same as training exactly that many epochs.
 
@@ -334,6 +380,7 @@ def check_early_stopping_restores_best(name, estimator_orig):
     )
 
 
+@_documented(_NEURAL)
 def check_max_list_length_training_only(name, estimator_orig):
     """``max_list_length`` cuts training lists; prediction still scores every document of every list."""
     X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig, min_length=8, max_length=20)
@@ -361,6 +408,7 @@ def _recording_loss(scores, labels, mask, *, marker=None):
     return (scores * mask).pow(2).mean()
 
 
+@_documented(_NEURAL)
 def check_non_finite_loss_raises(name, estimator_orig):
     """A loss that turns NaN stops training with an error that names the epoch, never a NaN model."""
     X, y, groups, fit_extras, _ = _ranking_data(estimator_orig)
@@ -373,6 +421,7 @@ def check_non_finite_loss_raises(name, estimator_orig):
         raise AssertionError(f"{name}.fit returned normally although its loss was NaN.")
 
 
+@_documented(_NEURAL)
 def check_loss_params_reach_loss(name, estimator_orig):
     """``loss_params`` are passed to the loss function."""
     X, y, groups, fit_extras, _ = _ranking_data(estimator_orig)
@@ -382,6 +431,7 @@ def check_loss_params_reach_loss(name, estimator_orig):
     assert _SEEN_OPTIONS and set(_SEEN_OPTIONS) == {17}, f"{name}: loss_params did not reach the loss."
 
 
+@_documented()
 def check_sample_weight(name, estimator_orig):
     """Per-query ``sample_weight``: uniform weights change nothing, uneven ones do, varying within a query fails."""
     estimator = _deterministic(estimator_orig)
