@@ -98,7 +98,10 @@ def click_probability(y, *, epsilon=0.1, y_max=None):
     y = check_relevance(y, name="y", integer=True)
     epsilon = _check_unit(epsilon, "epsilon")
     y_max = _check_y_max(y, y_max)
-    relevance = (2.0**y - 1) / (2.0**y_max - 1) if y_max > 0 else np.zeros_like(y)
+    if y_max <= 0:
+        relevance = np.zeros_like(y)
+    else:  # (2**y - 1) / (2**y_max - 1) scaled by 2**-y_max: exact, and finite for any grade
+        relevance = (np.exp2(y - y_max) - np.exp2(-y_max)) / -np.expm1(-y_max * np.log(2.0))
     return epsilon + (1 - epsilon) * relevance
 
 
