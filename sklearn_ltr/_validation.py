@@ -1,12 +1,40 @@
-"""Input checks shared by metrics, scorers and rankers, with errors that name the argument."""
+"""Input checks shared by metrics, scorers and rankers, with errors that name the argument.
+
+Data (``y_true``, ``y_score``) is checked here with ``ValueError`` messages that name the
+array. Settings (a cut-off ``k``, an option string) are declared as scikit-learn
+constraints and checked by :func:`sklearn_ltr.utils._sklearn_compat.check_parameters`,
+which raises :class:`~sklearn.utils._param_validation.InvalidParameterError` (a
+``ValueError`` and a ``TypeError``) naming the parameter.
+"""
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral
 
 import numpy as np
 
-__all__ = ["check_k", "check_relevance", "check_scores"]
+from sklearn_ltr.utils._sklearn_compat import Interval, check_parameters
+
+__all__ = ["NumberInterval", "check_k", "check_relevance", "check_scores"]
+
+
+class NumberInterval(Interval):
+    """scikit-learn's :class:`Interval` constraint that also refuses ``True`` and ``False``.
+
+    ``bool`` is an ``int`` subclass, so ``Interval(Integral, 1, None)`` accepts ``k=True``
+    as a cut-off of 1; a flag passed where a number is expected is a mistake, not a 1.
+
+    Examples
+    --------
+    >>> from numbers import Integral
+    >>> from sklearn_ltr._validation import NumberInterval
+    >>> cutoff = NumberInterval(Integral, 1, None, closed="left")
+    >>> cutoff.is_satisfied_by(3), cutoff.is_satisfied_by(True), cutoff.is_satisfied_by(0)
+    (True, False, False)
+    """
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
 
 
 def _as_1d(values, name):
@@ -61,12 +89,10 @@ def check_relevance(y, *, name="y_true", integer=False):
     return y
 
 
-def check_k(k, *, name="k"):
-    """Validate a cut-off: ``None`` (whole list) or an integer >= 1."""
-    if k is None:
-        return None
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise ValueError(f"{name} must be a positive integer or None; got {k!r}.")
-    if k < 1:
-        raise ValueError(f"{name} must be >= 1 (or None for the whole list); got {k}.")
-    return int(k)
+def check_k(k, *, name="k", owner="check_k"):
+    """Validate a cut-off: ``None`` (whole list) or an integer >= 1; return it as ``int`` or ``None``.
+
+    Raises :class:`InvalidParameterError` (a ``ValueError``) naming ``name`` and ``owner``.
+    """
+    check_parameters(owner, {name: [NumberInterval(Integral, 1, None, closed="left"), None]}, {name: k})
+    return None if k is None else int(k)

@@ -1,5 +1,6 @@
 """Routing-aware ranking scorers."""
 
+import math
 import pickle
 import warnings
 
@@ -19,6 +20,7 @@ from sklearn_ltr.metrics import (
     precision_at_k,
     swapped_pairs,
 )
+from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
 
 class GroupRecordingRegressor(RegressorMixin, BaseEstimator):
@@ -94,11 +96,96 @@ def test_missing_groups_names_metadata_routing(data):
         ndcg_scorer(model, X, y, groups=np.zeros(len(y)), sample_weight=np.ones(len(y)))
 
 
-def test_bad_scorer_options():
-    with pytest.raises(ValueError, match="metric must be one of"):
-        make_ranking_scorer("auc")
-    with pytest.raises(TypeError):
-        NDCGScorer(k=5, cutoff=3)
+# Every declared parameter of the scorers: (bad value, why it is bad). Each must raise
+# InvalidParameterError (a ValueError) naming the parameter when the scorer is built, before
+# any search starts, never halfway through one.
+BAD_VALUES = {
+    "metric": [(3, "type"), (None, "type"), ("auc", "value"), ("NDCG", "value")],
+    "k": [("3", "type"), (2.5, "type"), (True, "type"), (0, "value"), (-1, "value")],
+    "gain": [(1, "type"), (None, "type"), ("log", "value")],
+    "ties": [(None, "type"), ("random", "value")],
+    "empty_value": [("1", "type"), (False, "type"), (2, "value"), (-0.5, "value"), (math.nan, "value")],
+    "max_grade": [("4", "type"), (-1, "value"), (math.inf, "value")],
+}
+# metric name -> options its scorer takes besides ``k``.
+METRIC_OPTIONS = {
+    "ndcg": ["gain", "empty_value", "ties"],
+    "dcg": ["gain", "ties"],
+    "map": ["empty_value"],
+    "precision": [],
+    "mrr": [],
+    "err": ["max_grade"],
+    "swapped_pairs": [],
+}
+
+
+def _scorer_cases():
+    for name in ("k", "gain", "empty_value", "ties"):
+        for value, kind in BAD_VALUES[name]:
+            yield pytest.param(lambda n=name, v=value: NDCGScorer(**{n: v}), "NDCGScorer", name,
+                               id=f"NDCGScorer-{name}-{kind}-{value!r}")
+    for value, kind in BAD_VALUES["metric"]:
+        yield pytest.param(lambda v=value: RankingScorer(v), "RankingScorer", "metric", id=f"metric-{kind}-{value!r}")
+        yield pytest.param(lambda v=value: make_ranking_scorer(v), "RankingScorer", "metric",
+                           id=f"make-metric-{kind}-{value!r}")
+    for metric, options in METRIC_OPTIONS.items():
+        owner = "NDCGScorer" if metric == "ndcg" else "RankingScorer"
+        for name in ["k", *options]:
+            for value, kind in BAD_VALUES[name]:
+                yield pytest.param(lambda m=metric, n=name, v=value: make_ranking_scorer(m, **{n: v}), owner, name,
+                                   id=f"{metric}-{name}-{kind}-{value!r}")
+                yield pytest.param(lambda m=metric, n=name, v=value: RankingScorer(m, **{n: v}), "RankingScorer",
+                                   name, id=f"RankingScorer-{metric}-{name}-{kind}-{value!r}")
+    yield pytest.param(lambda: make_ranking_scorer("precision", k=None), "RankingScorer", "k", id="precision-k-None")
+
+
+@pytest.mark.parametrize(("build", "owner", "name"), list(_scorer_cases()))
+def test_bad_parameter_fails_at_construction_naming_it(build, owner, name):
+    with pytest.raises(InvalidParameterError, match=rf"The '{name}' parameter of {owner} must be"):
+        build()
+
+
+def test_parameter_constraints_are_declared():
+    # Declared as scikit-learn constraints: a class attribute, parameter -> list of constraints.
+    for cls in (RankingScorer, NDCGScorer):
+        constraints = cls._parameter_constraints
+        assert isinstance(constraints, dict) and all(isinstance(c, list) for c in constraints.values())
+    assert set(NDCGScorer._parameter_constraints) == {"k", "gain", "empty_value", "ties"}
+    options = {name for names in METRIC_OPTIONS.values() for name in names}
+    assert set(RankingScorer._parameter_constraints) == {"metric", "k", *options}
+
+
+def test_every_metric_option_is_covered():
+    # Guards METRIC_OPTIONS: the options a scorer accepts are the metric's keyword parameters.
+    import inspect
+
+    from sklearn_ltr.metrics._scorer import _METRICS
+
+    assert set(METRIC_OPTIONS) == set(_METRICS)
+    for metric, options in METRIC_OPTIONS.items():
+        function, takes_k = _METRICS[metric]
+        keywords = [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
+        assert keywords == (["k", *options] if takes_k else options), metric
+
+
+@pytest.mark.parametrize(
+    ("build", "option"),
+    [
+        (lambda: NDCGScorer(k=5, cutoff=3), "cutoff"),
+        (lambda: make_ranking_scorer("map", gain="linear"), "gain"),
+        (lambda: make_ranking_scorer("swapped_pairs", normalize=False), "normalize"),
+        (lambda: make_ranking_scorer("err", empty_value=0.0), "empty_value"),
+    ],
+)
+def test_unknown_option_is_a_type_error_naming_it(build, option):
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{option}'; its options are"):
+        build()
+
+
+def test_valid_parameters_accepted():
+    assert NDCGScorer(k=np.int64(3), empty_value=np.float64(0.0)).k == 3
+    assert make_ranking_scorer("err", k=None, max_grade=4).k is None
+    assert make_ranking_scorer("swapped_pairs").metric == "swapped_pairs"
 
 
 def test_repr_and_pickle(data):

@@ -3,7 +3,12 @@ r"""Ranking metrics over many queries at once, and routing-aware scorers.
 All metrics take ``(y_true, y_score, groups)`` with one query id per row, sort
 all rows once by ``(query, -score)`` and never loop over queries in Python.
 Each returns the mean over queries (:func:`swapped_pairs` the total count);
-:func:`ndcg_per_query` gives one value per query.
+:func:`ndcg_per_query` gives one value per query. Every query counts in the mean
+(only ``empty_value=None`` leaves out the queries without a relevant document),
+and no metric returns ``inf`` or ``NaN``: NDCG and ERR are exact for any finite
+label, also where ``2**y`` overflows float64, and :func:`dcg_score` raises when
+the DCG itself does. Keyword options are checked on every call and raise
+``InvalidParameterError`` (a ``ValueError``) naming the parameter.
 
 The scorers (:data:`ndcg_scorer`, :class:`NDCGScorer`, :func:`make_ranking_scorer`)
 are called as ``scorer(estimator, X, y, groups=qid)`` and request ``groups``

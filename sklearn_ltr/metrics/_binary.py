@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sklearn_ltr._validation import check_k
 from sklearn_ltr.metrics._lists import (
     RankedLists,
-    check_empty_value,
     mean_over_queries,
     per_query_with_empty,
     segment_cumsum,
 )
+from sklearn_ltr.metrics._params import check_metric_params
 
 __all__ = ["average_precision_score", "mrr_score", "precision_at_k"]
 
@@ -69,8 +68,7 @@ def average_precision_score(y_true, y_score, groups, *, k=None, empty_value=1.0)
     >>> average_precision_score([0, 0], [2, 1], [0, 0], empty_value=0.0)
     0.0
     """
-    k = check_k(k)
-    empty_value = check_empty_value(empty_value)
+    check_metric_params("average_precision_score", k=k, empty_value=empty_value)
     lists = RankedLists(y_true, y_score, groups)
     relevant = (lists.labels > 0).astype(np.float64)
     hits = segment_cumsum(relevant, lists)
@@ -79,7 +77,8 @@ def average_precision_score(y_true, y_score, groups, *, k=None, empty_value=1.0)
     normaliser = n_relevant if k is None else np.minimum(n_relevant, k)
     empty = n_relevant == 0
     ap = np.divide(precision_sum, normaliser, out=np.zeros_like(precision_sum), where=~empty)
-    return mean_over_queries(per_query_with_empty(ap, empty, empty_value))
+    values = per_query_with_empty(ap, empty, empty_value)
+    return mean_over_queries(values, dropped=empty if empty_value is None else None)
 
 
 def precision_at_k(y_true, y_score, groups, *, k=10):
@@ -109,12 +108,10 @@ def precision_at_k(y_true, y_score, groups, *, k=10):
     >>> precision_at_k([1, 0], [2, 1], [0, 0], k=10)  # a 2-document list is still divided by 10
     0.1
     """
-    if k is None:
-        raise ValueError("k must be a positive integer for precision_at_k; got None.")
-    k = check_k(k)
+    check_metric_params("precision_at_k", k=k)
     lists = RankedLists(y_true, y_score, groups)
     hits = lists.per_query_sum((lists.labels > 0) * lists.top_k(k))
-    return float((hits / k).mean())
+    return mean_over_queries(hits / k)
 
 
 def mrr_score(y_true, y_score, groups, *, k=None):
@@ -149,7 +146,7 @@ def mrr_score(y_true, y_score, groups, *, k=None):
     >>> mrr_score(y_true, y_score, groups, k=2)  # query 1's hit at rank 3 is past the cut-off
     0.25
     """
-    k = check_k(k)
+    check_metric_params("mrr_score", k=k)
     lists = RankedLists(y_true, y_score, groups)
     rows = np.flatnonzero((lists.labels > 0) & lists.top_k(k))
     query_of_row = lists.codes[rows]
@@ -158,4 +155,4 @@ def mrr_score(y_true, y_score, groups, *, k=None):
     first[1:] = query_of_row[1:] != query_of_row[:-1]
     reciprocal = np.zeros(lists.n_queries)
     reciprocal[query_of_row[first]] = 1.0 / (lists.ranks[rows[first]] + 1.0)
-    return float(reciprocal.mean())
+    return mean_over_queries(reciprocal)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sklearn_ltr._validation import check_k
-from sklearn_ltr.metrics._lists import RankedLists, segment_cumsum
+from sklearn_ltr.metrics._gains import cascade_probabilities
+from sklearn_ltr.metrics._lists import RankedLists, mean_over_queries, segment_cumprod
+from sklearn_ltr.metrics._params import check_metric_params
 
 __all__ = ["err_score"]
 
@@ -19,7 +20,11 @@ def err_score(y_true, y_score, groups, *, k=None, max_grade=None):
     .. math::
         \mathrm{ERR@}k = \sum_{r=1}^{\min(k, n)} \frac{1}{r} R_r \prod_{i < r} (1 - R_i)
 
-    Ties are ranked in input row order.
+    Ties are ranked in input row order. :math:`R_r` is computed as
+    :math:`2^{y - g_{\max}} (1 - 2^{-y})` and :math:`1 - R_r` as
+    :math:`1 - 2^{y - g_{\max}} + 2^{-g_{\max}}`, never forming :math:`2^y`, so
+    any finite label gives the exact value (``2**y`` overflows float64 from
+    1024 on), and no probability rounds to NaN.
 
     Parameters
     ----------
@@ -29,12 +34,14 @@ def err_score(y_true, y_score, groups, *, k=None, max_grade=None):
         Cut-off; ``None`` uses whole lists.
     max_grade : float, default=None
         :math:`g_{\max}`, the highest grade of the label scale (4 for MSLR,
-        2 for LETOR 4.0). ``None`` uses the largest label in ``y_true``; pass the
-        scale's maximum to compare numbers across data sets.
+        2 for LETOR 4.0), finite and at least the largest label. ``None`` uses
+        the largest label in ``y_true``; pass the scale's maximum to compare
+        numbers across data sets.
 
     Returns
     -------
     score : float
+        Mean ERR over queries, in [0, 1]; a query without a relevant document scores 0.
 
     References
     ----------
@@ -48,16 +55,23 @@ def err_score(y_true, y_score, groups, *, k=None, max_grade=None):
     0.78125
     >>> err_score([2, 1], [0.0, 1.0], [0, 0], max_grade=2)  # 1/4 + (1/2)(3/4)(3/4)
     0.53125
+    >>> err_score([1100, 0], [1.0, 0.0], [0, 0])  # R = 1 - 2**-1100
+    1.0
     """
-    k = check_k(k)
+    check_metric_params("err_score", k=k, max_grade=max_grade)
     lists = RankedLists(y_true, y_score, groups)
+    top = lists.labels.max()
     if max_grade is None:
-        max_grade = lists.labels.max()
-    elif max_grade < lists.labels.max():
-        raise ValueError(f"max_grade={max_grade} is below the largest label in y_true ({lists.labels.max():g}).")
-    stop = (np.exp2(lists.labels) - 1.0) / np.exp2(max_grade)
-    # 1 - R is at least 2**-max_grade > 0, so the log is finite.
-    log_continue = np.log1p(-stop)
-    reach = np.exp(segment_cumsum(log_continue, lists) - log_continue)
+        max_grade = top
+    elif max_grade < top:
+        raise ValueError(f"max_grade={max_grade} is below the largest label in y_true ({top:g}).")
+    # R and 1 - R without 2**y or 2**g (which overflow from 1024 on); the product of the
+    # 1 - R above a row is a running product within its query: no logarithms, nothing
+    # divided out, so no NaN (the old log-space form gave -inf - -inf once R rounded to 1).
+    stop, keep_going = cascade_probabilities(lists.labels, float(max_grade))
+    through = segment_cumprod(keep_going, lists, limit=k)
+    reach = np.ones_like(through)
+    reach[1:] = through[:-1]
+    reach[lists.offsets[:-1]] = 1.0
     per_row = reach * stop / (lists.ranks + 1.0) * lists.top_k(k)
-    return float(lists.per_query_sum(per_row).mean())
+    return mean_over_queries(lists.per_query_sum(per_row))

@@ -1,35 +1,37 @@
-"""Discounted cumulative gain and its normalised form, over many queries at once."""
+"""Discounted cumulative gain and its normalised form, over many queries at once.
+
+Gains are never computed as ``2**y - 1`` directly: that overflows float64 for labels of
+1024 and above (and a sum of gains sooner), and ``inf / inf`` would turn a query's NDCG
+into NaN. Each query's gains are divided by the gain of a reference label ``m`` (the
+query's largest label), ``G(y) / G(m)`` in [0, 1], computed without forming either gain
+(:mod:`sklearn_ltr.metrics._gains`). NDCG is a ratio, so the factor cancels and every
+finite label gives its exact value; DCG multiplies it back, and raises when the result
+is beyond float64.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from sklearn_ltr._groups import order_within_groups
-from sklearn_ltr._validation import check_k
+from sklearn_ltr.metrics._gains import EXPONENTIAL_LABEL_LIMIT, GAIN_RATIOS, gain_of
 from sklearn_ltr.metrics._lists import (
     RankedLists,
-    check_empty_value,
     mean_over_queries,
+    per_query_max,
     per_query_with_empty,
 )
+from sklearn_ltr.metrics._params import check_metric_params
 
 __all__ = ["dcg_score", "ndcg_per_query", "ndcg_score"]
 
-_GAINS = {
-    "exponential": lambda y: np.exp2(y) - 1.0,
-    "linear": lambda y: y,
-}
-_TIES = ("average", "stable")
-# Beyond this many (query, grade) cells the ideal DCG is computed by sorting instead of counting.
-_MAX_COUNT_CELLS = 50_000_000
-
-
-def _check_options(gain, ties):
-    if gain not in _GAINS:
-        raise ValueError(f"gain must be one of {sorted(_GAINS)}; got {gain!r}.")
-    if ties not in _TIES:
-        raise ValueError(f"ties must be one of {list(_TIES)}; got {ties!r}.")
-    return _GAINS[gain]
+# The ideal DCG counts each query's grades when there are few (query, grade) cells (at most
+# this many per row, or a small table); otherwise (many grades, non-integer grades) it sorts.
+_COUNT_CELLS_PER_ROW = 8
+_COUNT_CELLS_MIN = 4096
+# Whole-number labels up to this use plain gains 2**y - 1 (exact, and their sums stay finite);
+# any other label (non-integer, or larger) uses gains scaled by the query's top gain.
+_PLAIN_GAIN_MAX_LABEL = 512
 
 
 def _discount_table(max_size, k):
@@ -40,32 +42,118 @@ def _discount_table(max_size, k):
     return discount
 
 
-def _dcg_per_query(lists, gain_fn, k, ties):
+def _row_discounts(lists, k, ties):
+    """Discount of each sorted row at its rank; tied rows share the mean of their positions' discounts."""
     discount = _discount_table(lists.sizes.max(), k)[lists.ranks]
     runs = lists.tie_runs() if ties == "average" else None
     if runs is not None:
         # Tied documents share the mean discount of the positions they occupy: the
         # expected DCG over random tie orders (scikit-learn's ``ndcg_score`` rule).
         discount = (np.bincount(runs, weights=discount) / np.bincount(runs))[runs]
-    return lists.per_query_sum(gain_fn(lists.labels) * discount)
+    return discount
 
 
-def _ideal_dcg_per_query(lists, gain_fn, k):
+def _small_integer_grades(lists):
+    """Whether every label is a whole number up to ``_PLAIN_GAIN_MAX_LABEL``: plain gains are then exact.
+
+    ``2**y - 1`` of such a label is an exact float64 (below 2**53) or within half an ulp,
+    and a sum of ``n`` of them is below ``n * 2**512``, far from float64's largest number.
+    """
     labels = lists.labels
-    top = labels.max()
-    n_levels = int(top) + 1
-    if np.array_equal(labels, np.round(labels)) and lists.n_queries * n_levels <= _MAX_COUNT_CELLS:
+    return labels.max() <= _PLAIN_GAIN_MAX_LABEL and np.array_equal(labels, np.round(labels))
+
+
+def _gains(labels, gain, scale):
+    """``G(labels) / G(scale)``, or the plain gains ``G(labels)`` when ``scale`` is None."""
+    if scale is None:
+        return np.exp2(labels) - 1.0 if gain == "exponential" else labels
+    return GAIN_RATIOS[gain](labels, scale)
+
+
+def _scaled_dcg_per_query(lists, gain, discount, scale, labels=None):
+    """``DCG / G(scale)`` of each query, ``scale`` one reference label per query (None: plain DCG).
+
+    ``labels`` (default: the sorted rows' labels) must not exceed their query's ``scale``.
+    """
+    labels = lists.labels if labels is None else labels
+    return lists.per_query_sum(_gains(labels, gain, None if scale is None else scale[lists.codes]) * discount)
+
+
+def _scaled_ideal_dcg_per_query(lists, gain, k, scale):
+    """``IDCG / G(scale)`` of each query, the DCG of its rows sorted by label (None: plain IDCG)."""
+    labels = lists.labels
+    n_levels = int(labels.max()) + 1
+    max_cells = max(_COUNT_CELLS_PER_ROW * labels.shape[0], _COUNT_CELLS_MIN)
+    if lists.n_queries * n_levels <= max_cells and np.array_equal(labels, np.round(labels)):
         # Integer grades: the ideal list is each query's grade counts, highest first, so the
         # ideal DCG is sum_g gain(g) * (D[end_g] - D[start_g]) with D the cumulative discount.
+        # Only the (query, grade) cells that occur are evaluated: at most one per row.
         counts = np.bincount(
             lists.codes * n_levels + labels.astype(np.intp), minlength=lists.n_queries * n_levels
         ).reshape(lists.n_queries, n_levels)[:, ::-1]
         ends = np.cumsum(counts, axis=1)
         cumulative = np.concatenate(([0.0], np.cumsum(_discount_table(lists.sizes.max(), k))))
-        level_gains = gain_fn(np.arange(n_levels, dtype=np.float64)[::-1])
-        return (level_gains * (cumulative[ends] - cumulative[ends - counts])).sum(axis=1)
+        query, column = np.nonzero(counts)
+        end = ends[query, column]
+        weight = cumulative[end] - cumulative[end - counts[query, column]]
+        level = (n_levels - 1 - column).astype(np.float64)
+        ratio = _gains(level, gain, None if scale is None else scale[query])
+        return np.bincount(query, weights=ratio * weight, minlength=lists.n_queries)
     order = order_within_groups(lists.codes, labels, stable=False)
-    return lists.per_query_sum(gain_fn(labels[order]) * _discount_table(lists.sizes.max(), k)[lists.ranks])
+    ratio = _gains(labels[order], gain, None if scale is None else scale[lists.codes])
+    return lists.per_query_sum(ratio * _discount_table(lists.sizes.max(), k)[lists.ranks])
+
+
+def _dcg_per_query(lists, gain, k, ties):
+    """DCG of each query in float64; ``ValueError`` naming ``y_true`` when one is beyond float64."""
+    discount = _row_discounts(lists, k, ties)
+    if _small_integer_grades(lists):
+        return _scaled_dcg_per_query(lists, gain, discount, None)
+    # Reference label: the largest label that counts (a non-zero discount), so that the
+    # top counted gain is exactly 1 after scaling and the scaled DCG never underflows. The
+    # labels that do not count are set to 0: above the reference, their ratio could be inf.
+    counted = np.where(discount > 0, lists.labels, 0.0)
+    scale = per_query_max(counted, lists)
+    scaled = _scaled_dcg_per_query(lists, gain, discount, scale, counted)
+    mantissa, exponent = gain_of(scale, gain)
+    with np.errstate(over="ignore"):
+        dcg = np.ldexp(mantissa * scaled, exponent)
+    overflow = ~np.isfinite(dcg)
+    if overflow.any():
+        first = int(np.flatnonzero(overflow)[0])
+        query = lists.ids[first : first + 1].tolist()[0]
+        limit = (
+            f"the exponential gain 2**y - 1 is finite in float64 only for labels below 1024 (up to "
+            f"{EXPONENTIAL_LABEL_LIMIT!r}), and a sum of gains overflows sooner"
+            if gain == "exponential"
+            else "a sum of linear gains this large overflows"
+        )
+        raise ValueError(
+            f"dcg_score cannot represent the DCG of {int(overflow.sum())} of {lists.n_queries} queries: "
+            f"y_true's labels are too large (query {query!r} has label {scale[first]:g}); {limit}. "
+            f'Pass gain="linear" or rescale y_true (e.g. to grades 0-4). ndcg_score and err_score '
+            f"have no such limit."
+        )
+    return dcg
+
+
+def _ndcg_values(y_true, y_score, groups, k, gain, ties):
+    """``(lists, ndcg, empty)``: NDCG of each query, and which queries have no relevant document."""
+    lists = RankedLists(y_true, y_score, groups, stable=ties == "stable")
+    if _small_integer_grades(lists):
+        # Grades 0, 1, 2, ...: plain gains are exact and their sums finite.
+        scale = None
+    else:
+        # One reference label per query, its largest: both DCG and IDCG are divided by its
+        # gain, which cancels in the ratio, so the value is exact for any finite label.
+        scale = per_query_max(lists.labels, lists)
+    dcg = _scaled_dcg_per_query(lists, gain, _row_discounts(lists, k, ties), scale)
+    ideal = _scaled_ideal_dcg_per_query(lists, gain, k, scale)
+    # No relevant document (every label 0): IDCG is 0 and NDCG is 0/0, a convention. (With
+    # scaled gains, the test is on the largest label: a positive one has a positive gain.)
+    empty = ideal <= 0.0 if scale is None else scale <= 0.0
+    ratio = np.divide(dcg, ideal, out=np.zeros_like(dcg), where=~empty)
+    return lists, ratio, empty
 
 
 def dcg_score(y_true, y_score, groups, *, k=None, gain="exponential", ties="average"):
@@ -80,7 +168,8 @@ def dcg_score(y_true, y_score, groups, *, k=None, gain="exponential", ties="aver
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Non-negative relevance grades.
+        Finite non-negative relevance grades. With the exponential gain, the DCG
+        must be a float64: labels up to about 1023 (``2**1024`` overflows).
     y_score : array-like of shape (n_samples,)
         Finite predicted scores; a higher score ranks higher.
     groups : array-like of shape (n_samples,)
@@ -98,6 +187,19 @@ def dcg_score(y_true, y_score, groups, *, k=None, gain="exponential", ties="aver
     Returns
     -------
     score : float
+        Mean DCG over queries, computed without overflow of its intermediate gains.
+
+    Raises
+    ------
+    ValueError
+        When the DCG of a query is beyond float64's largest number (about
+        1.8e308), naming ``y_true``: with the exponential gain a label of 1024
+        or more counted in the top ``k``, or a sum of gains of labels just below
+        it. Use ``gain="linear"``, rescale the labels, or :func:`ndcg_score`
+        (a ratio, exact for any finite label).
+    InvalidParameterError
+        When ``k``, ``gain`` or ``ties`` is not one of the values above (a
+        ``ValueError``; its message names the parameter).
 
     References
     ----------
@@ -109,11 +211,19 @@ def dcg_score(y_true, y_score, groups, *, k=None, gain="exponential", ties="aver
     >>> from sklearn_ltr.metrics import dcg_score
     >>> round(dcg_score([3, 0, 1], [0.9, 0.8, 0.1], [7, 7, 7]), 4)
     7.5
+
+    ``2**1100 - 1`` is not a float64: the DCG raises instead of returning ``inf``.
+
+    >>> dcg_score([1100, 0, 1], [0.9, 0.8, 0.1], [7, 7, 7])
+    Traceback (most recent call last):
+    ...
+    ValueError: dcg_score cannot represent the DCG of 1 of 1 queries: y_true's labels are too large ...
+    >>> round(dcg_score([1100, 0, 1], [0.9, 0.8, 0.1], [7, 7, 7], gain="linear"), 1)
+    1100.5
     """
-    gain_fn = _check_options(gain, ties)
-    k = check_k(k)
+    check_metric_params("dcg_score", k=k, gain=gain, ties=ties)
     lists = RankedLists(y_true, y_score, groups, stable=ties == "stable")
-    return float(_dcg_per_query(lists, gain_fn, k, ties).mean())
+    return mean_over_queries(_dcg_per_query(lists, gain, k, ties))
 
 
 def ndcg_per_query(
@@ -124,7 +234,8 @@ def ndcg_per_query(
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Non-negative relevance grades.
+        Finite non-negative relevance grades (any size: the NDCG is exact for any
+        finite label).
     y_score : array-like of shape (n_samples,)
         Finite predicted scores; a higher score ranks higher.
     groups : array-like of shape (n_samples,)
@@ -154,14 +265,8 @@ def ndcg_per_query(
     >>> ids.tolist(), values.round(4).tolist()
     (['a', 'b'], [1.0, 0.6309])
     """
-    gain_fn = _check_options(gain, ties)
-    k = check_k(k)
-    empty_value = check_empty_value(empty_value)
-    lists = RankedLists(y_true, y_score, groups, stable=ties == "stable")
-    dcg = _dcg_per_query(lists, gain_fn, k, ties)
-    ideal = _ideal_dcg_per_query(lists, gain_fn, k)
-    empty = ideal <= 0.0
-    ratio = np.divide(dcg, ideal, out=np.zeros_like(dcg), where=~empty)
+    check_metric_params("ndcg_per_query", k=k, gain=gain, empty_value=empty_value, ties=ties)
+    lists, ratio, empty = _ndcg_values(y_true, y_score, groups, k, gain, ties)
     return lists.ids, per_query_with_empty(ratio, empty, empty_value)
 
 
@@ -180,7 +285,10 @@ def ndcg_score(y_true, y_score, groups, *, k=None, gain="exponential", empty_val
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Non-negative relevance grades.
+        Finite non-negative relevance grades. Any finite label gives the exact
+        NDCG, also beyond 1023 where ``2**y`` overflows float64: each query's
+        gains are divided by the gain of its largest label, which cancels in
+        the ratio.
     y_score : array-like of shape (n_samples,)
         Finite predicted scores; a higher score ranks higher.
     groups : array-like of shape (n_samples,)
@@ -203,7 +311,8 @@ def ndcg_score(y_true, y_score, groups, *, k=None, gain="exponential", empty_val
     Returns
     -------
     score : float
-        Mean NDCG over queries, in [0, 1].
+        Mean NDCG over queries, in [0, 1]. Every query counts, except those
+        without a relevant document when ``empty_value=None``.
 
     References
     ----------
@@ -239,8 +348,13 @@ def ndcg_score(y_true, y_score, groups, *, k=None, gain="exponential", empty_val
     0.8155
     >>> round(ndcg_score([0, 1], [0.5, 0.5], [0, 0], ties="stable"), 4)  # 1 / log2(3)
     0.6309
+
+    Labels beyond 1023 (``2**y`` overflows float64) still give the exact value:
+
+    >>> round(ndcg_score([1100, 0, 1], [0.1, 0.3, 0.2], [0, 0, 0]), 4)  # ~ (2**1100 / 2) / 2**1100
+    0.5
     """
-    _, values = ndcg_per_query(
-        y_true, y_score, groups, k=k, gain=gain, empty_value=empty_value, ties=ties
-    )
-    return mean_over_queries(values)
+    check_metric_params("ndcg_score", k=k, gain=gain, empty_value=empty_value, ties=ties)
+    _, ratio, empty = _ndcg_values(y_true, y_score, groups, k, gain, ties)
+    values = per_query_with_empty(ratio, empty, empty_value)
+    return mean_over_queries(values, dropped=empty if empty_value is None else None)

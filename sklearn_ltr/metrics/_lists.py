@@ -12,7 +12,14 @@ import numpy as np
 from sklearn_ltr._groups import QueryGroups, order_within_groups
 from sklearn_ltr._validation import check_relevance, check_scores
 
-__all__ = ["RankedLists", "check_empty_value", "mean_over_queries", "per_query_with_empty", "segment_cumsum"]
+__all__ = [
+    "RankedLists",
+    "mean_over_queries",
+    "per_query_max",
+    "per_query_with_empty",
+    "segment_cumprod",
+    "segment_cumsum",
+]
 
 
 class RankedLists:
@@ -82,21 +89,73 @@ class RankedLists:
 
 
 def segment_cumsum(values, lists):
-    """Inclusive cumulative sum of ``values`` restarted at the start of each query."""
+    """Inclusive cumulative sum of ``values`` restarted at the start of each query.
+
+    One global ``np.cumsum`` minus each query's starting offset: exact for counts
+    (whole numbers below 2**53), which is all it is used for. Real-valued running
+    products use :func:`segment_cumprod`, which never mixes queries.
+    """
     total = np.cumsum(values)
     before = np.concatenate(([0], total))[lists.offsets[:-1]]
     return total - before[lists.codes]
 
 
-def mean_over_queries(values):
-    """Mean of per-query values, skipping NaN (queries dropped by ``empty_value=None``)."""
-    kept = values[~np.isnan(values)]
+def segment_cumprod(values, lists, *, limit=None):
+    """Inclusive cumulative product of ``values`` restarted at the start of each query.
+
+    A vectorised Hillis-Steele scan: ``ceil(log2(L))`` passes over all rows at once, each
+    multiplying a row by the partial product ``2**p`` rows above it when that row belongs
+    to the same query. Nothing is ever divided out, so there is no cancellation between
+    queries, a zero factor stays a zero, and nothing becomes NaN.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples,)
+        One factor per sorted row.
+    lists : RankedLists
+    limit : int, default=None
+        Only the rows ranked below ``limit`` need a correct product (e.g. a cut-off ``k``);
+        fewer passes are then run. ``None``: every row.
+    """
+    out = np.array(values, dtype=np.float64)
+    longest = int(lists.sizes.max()) if limit is None else min(int(limit), int(lists.sizes.max()))
+    shift = 1
+    while shift < longest:
+        above = out[:-shift].copy()
+        np.multiply(out[shift:], above, out=out[shift:], where=lists.ranks[shift:] >= shift)
+        shift *= 2
+    return out
+
+
+def per_query_max(values, lists):
+    """Largest of ``values`` (one per sorted row) within each query."""
+    return np.maximum.reduceat(values, lists.offsets[:-1])
+
+
+def mean_over_queries(values, dropped=None):
+    """Mean of per-query values over every query but the ``dropped`` ones (``empty_value=None``).
+
+    Every other query counts: a value that is not finite there is a bug upstream, and
+    raises instead of vanishing from the mean. The mean never overflows when the values
+    themselves are finite (large DCG values are averaged as ``sum(v / n)``).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    kept = values if dropped is None else values[~dropped]
     if kept.size == 0:
         raise ValueError(
             "every query has no relevant document and empty_value=None drops them all; "
             "there is nothing to average (pass empty_value=0.0 or 1.0)."
         )
-    return float(kept.mean())
+    if not np.isfinite(kept).all():
+        raise FloatingPointError(
+            f"{int((~np.isfinite(kept)).sum())} of {kept.size} per-query values are not finite; "
+            "this is a bug in sklearn_ltr.metrics, please report it with the input that caused it."
+        )
+    with np.errstate(over="ignore"):
+        total = kept.sum()
+    if np.isfinite(total):
+        return float(total / kept.size)
+    return float((kept / kept.size).sum())
 
 
 def per_query_with_empty(per_query, empty, empty_value):
@@ -104,13 +163,3 @@ def per_query_with_empty(per_query, empty, empty_value):
     values = np.array(per_query, dtype=np.float64)
     values[empty] = np.nan if empty_value is None else float(empty_value)
     return values
-
-
-def check_empty_value(empty_value):
-    if empty_value is None:
-        return None
-    if isinstance(empty_value, bool) or not isinstance(empty_value, (int, float, np.number)):
-        raise ValueError(f"empty_value must be a number in [0, 1] or None; got {empty_value!r}.")
-    if not 0.0 <= float(empty_value) <= 1.0:
-        raise ValueError(f"empty_value must be in [0, 1] or None; got {empty_value!r}.")
-    return float(empty_value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ltr.metrics._lists import RankedLists, segment_cumsum
+from sklearn_ltr.metrics._params import check_metric_params
 
 __all__ = ["swapped_pairs"]
 
@@ -50,6 +51,7 @@ def swapped_pairs(y_true, y_score, groups, *, normalize=False):
     >>> swapped_pairs([1, 0], [0.5, 0.5], [0, 0])  # tied scores are not swapped
     0
     """
+    check_metric_params("swapped_pairs", normalize=normalize)
     lists = RankedLists(y_true, y_score, groups, stable=False)
     levels, level_of_row = np.unique(lists.labels, return_inverse=True)
     runs = lists.tie_runs()

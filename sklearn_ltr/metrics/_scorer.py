@@ -8,6 +8,7 @@ rankers need; these scorers pass it to both.
 from __future__ import annotations
 
 import inspect
+from typing import ClassVar
 
 from sklearn.utils.metadata_routing import MetadataRequest
 
@@ -15,12 +16,15 @@ from sklearn_ltr.metrics._binary import average_precision_score, mrr_score, prec
 from sklearn_ltr.metrics._cascade import err_score
 from sklearn_ltr.metrics._dcg import dcg_score, ndcg_score
 from sklearn_ltr.metrics._pairs import swapped_pairs
+from sklearn_ltr.metrics._params import CONSTRAINTS
+from sklearn_ltr.utils._sklearn_compat import StrOptions, check_parameters
 
 __all__ = ["NDCGScorer", "RankingScorer", "make_ranking_scorer", "ndcg_scorer"]
 
 
-def _neg_swapped_fraction(y_true, y_score, groups, **params):
-    return -swapped_pairs(y_true, y_score, groups, normalize=True, **params)
+def _neg_swapped_fraction(y_true, y_score, groups):
+    # No options: ``normalize`` is fixed, and anything else fails when the scorer is built.
+    return -swapped_pairs(y_true, y_score, groups, normalize=True)
 
 
 # name -> (metric, takes k); every value is "greater is better".
@@ -33,6 +37,19 @@ _METRICS = {
     "err": (err_score, True),
     "swapped_pairs": (_neg_swapped_fraction, False),
 }
+
+
+def _constraints_of(function):
+    return CONSTRAINTS.get(function.__name__, {})
+
+
+def _union_of_constraints(*functions):
+    """One declaration for the options of several metrics (the same name has the same constraint)."""
+    union = {}
+    for function in functions:
+        union.update(_constraints_of(function))
+    return union
+
 
 _NO_GROUPS = (
     "{name} needs the query id of every test row, but got groups=None. Inside GridSearchCV, "
@@ -60,6 +77,12 @@ class RankingScorer:
     fold's query ids reach it inside ``GridSearchCV``, ``cross_validate`` and
     ``cross_val_score``. Without them it raises instead of scoring the fold as
     if it were one query.
+
+    The parameters are declared in ``_parameter_constraints`` (scikit-learn
+    constraints) and checked when the scorer is constructed, so a bad option
+    fails before a search starts: a wrong type or value raises
+    ``InvalidParameterError`` (a ``ValueError``) naming the parameter, an option
+    that the metric does not take a ``TypeError``.
 
     Parameters
     ----------
@@ -90,17 +113,40 @@ class RankingScorer:
     Traceback (most recent call last):
     ...
     ValueError: RankingScorer('map', k=10) needs the query id of every test row, but got groups=None. ...
+
+    A bad option fails at construction:
+
+    >>> RankingScorer("map", k=0)
+    Traceback (most recent call last):
+    ...
+    sklearn...InvalidParameterError: The 'k' parameter of RankingScorer must be an int ... Got 0 instead.
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "metric": [StrOptions(set(_METRICS))],
+        # Every option of every metric; the chosen metric's own constraints are checked too
+        # (``precision`` needs an integer ``k``).
+        **_union_of_constraints(*(function for function, _ in _METRICS.values())),
+        "k": CONSTRAINTS["ndcg_score"]["k"],
+    }
+
     def __init__(self, metric="ndcg", k=10, **metric_params):
-        if metric not in _METRICS:
-            raise ValueError(f"metric must be one of {sorted(_METRICS)}; got {metric!r}.")
+        # Fail at construction, not in the middle of a search, on a bad option.
+        owner = type(self).__name__
+        check_parameters(owner, self._parameter_constraints, {"metric": metric})
         self.metric = metric
         self.k = k
         self.metric_params = metric_params
-        # Fail at construction, not in the middle of a search, on a bad option.
         function, _ = _METRICS[metric]
-        inspect.signature(function).bind(None, None, None, **self._metric_kwargs())
+        # An option the metric does not take: TypeError, as a function call would raise.
+        signature = inspect.signature(function)
+        try:
+            signature.bind(None, None, None, **self._metric_kwargs())
+        except TypeError as err:
+            options = [name for name in signature.parameters if name not in ("y_true", "y_score", "groups")]
+            raise TypeError(f"{owner}: the {metric!r} metric {err}; its options are {options or 'none'}.") from None
+        check_parameters(owner, self._parameter_constraints, {"k": k, **metric_params})
+        check_parameters(owner, _constraints_of(function), self._metric_kwargs())
 
     def _metric_kwargs(self):
         _, takes_k = _METRICS[self.metric]
@@ -161,7 +207,8 @@ class NDCGScorer(RankingScorer):
     k : int or None, default=10
         Cut-off.
     **metric_params
-        Options of :func:`~sklearn_ltr.metrics.ndcg_score`: ``gain``, ``empty_value``, ``ties``.
+        Options of :func:`~sklearn_ltr.metrics.ndcg_score`: ``gain``, ``empty_value``, ``ties``,
+        checked at construction (see :class:`RankingScorer`).
 
     Examples
     --------
@@ -181,6 +228,8 @@ class NDCGScorer(RankingScorer):
     >>> NDCGScorer(k=5, empty_value=0.0)
     NDCGScorer(k=5, empty_value=0.0)
     """
+
+    _parameter_constraints: ClassVar[dict] = dict(CONSTRAINTS["ndcg_score"])
 
     def __init__(self, k=10, **metric_params):
         super().__init__("ndcg", k=k, **metric_params)
