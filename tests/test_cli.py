@@ -5,21 +5,28 @@ error of the ``sklearn-ltr`` console script (when installed) run in a subprocess
 the real entry points and their exit status.
 """
 
+import bz2
+import errno
+import gzip
 import importlib
 import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import threading
+import warnings
 from pathlib import Path
 
 import joblib
 import numpy as np
 import pytest
+from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ltr import LambdaMARTRanker, __version__
-from sklearn_ltr.cli import main
+from sklearn_ltr.cli import _commands, _files, _progress, main
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.datasets import (
     dump_lightgbm_ranking,
@@ -354,6 +361,8 @@ def test_parameter_errors(capsys, files, tmp_path):
     assert_user_error(capsys, [*args, "--model", "two-tower"], "--simulate-clicks N")
     assert_user_error(capsys, [*args, "--model", "lambdamart", "--simulate-clicks", "3"], "two-tower")
     assert_user_error(capsys, [*args, "--model", "ranknet", "--threads", "0"], "--threads")
+    assert_user_error(capsys, [*args, "--model", "lambdamart", "--threads", "1000000000"], "--threads 1000000000",
+                      "CPU cores")
 
 
 def test_model_file_versions_and_traceback(capsys, files, lambdamart_model, tmp_path):
@@ -427,3 +436,508 @@ def test_demo_on_a_fold_directory(capsys, files, tmp_path):
     assert f"LETOR fold {tmp_path}" in out and "TwoTowerDebiasedRanker on clicks" in out
     assert_user_error(capsys, ["demo", "--queries", "5"], "at least 8")
     assert_user_error(capsys, ["demo", "--queries", "50", "--data", tmp_path], "does not apply with --data")
+
+
+# --------------------------------------------------------------------------- files are never lost
+
+
+def snapshot(folder):
+    """``{relative path: bytes}`` of every file under ``folder`` (hidden temporary files included)."""
+    folder = Path(folder)
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+@pytest.fixture
+def work(files, lambdamart_model, tmp_path):
+    """A private folder with copies of the test data (both formats), a model and a positions file."""
+    for name in ("train.txt", "test.txt", "train.lgb", "test.lgb"):
+        shutil.copy(files[name], tmp_path / name)
+    for name in ("train.lgb", "test.lgb"):
+        shutil.copy(f"{files[name]}.query", tmp_path / f"{name}.query")
+    shutil.copy(lambdamart_model, tmp_path / "model.joblib")
+    n_rows = len(load_svmlight_ranking(files["train.txt"])[1])
+    (tmp_path / "pos.txt").write_text("1\n" * n_rows)
+    return tmp_path
+
+
+def _train(work, *extra, model="lambdamart"):
+    return ["train", "--model", model, "--train", work / "train.txt", "--threads", "1", *_params(model), *extra]
+
+
+def _spy(monkeypatch, module, name):
+    """Replace ``module.name`` by a spy that records its calls and fails: the command must stop before it."""
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(name)
+        raise AssertionError(f"{name} called")
+
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+# (arguments given the private folder, option named in the error, the input it names)
+_OUTPUT_IS_AN_INPUT = {
+    "predict-data": (lambda w: ["predict", "--model", w / "model.joblib", "--data", w / "test.txt", "--out",
+                                w / "test.txt"], "--data"),
+    "predict-data-dot-slash": (lambda w: ["predict", "--model", w / "model.joblib", "--data", w / "test.txt", "--out",
+                                          f"{w}/./sub/../test.txt"], "--data"),
+    "predict-data-symlink": (lambda w: ["predict", "--model", w / "model.joblib", "--data", w / "test.txt", "--out",
+                                        w / "link.txt"], "--data"),
+    "predict-data-hard-link": (lambda w: ["predict", "--model", w / "model.joblib", "--data", w / "test.txt",
+                                          "--out", w / "hard.txt"], "--data"),
+    "predict-model": (lambda w: ["predict", "--model", w / "model.joblib", "--data", w / "test.txt", "--out",
+                                 w / "model.joblib"], "--model"),
+    "predict-query-sidecar": (lambda w: ["predict", "--model", w / "model.joblib", "--data", w / "test.lgb", "--out",
+                                         w / "test.lgb.query"], "query sizes file of --data"),
+    "predict-query-sidecar-forced-format": (lambda w: ["predict", "--model", w / "model.joblib", "--data",
+                                                       w / "test.lgb", "--format", "lightgbm", "--out",
+                                                       w / "test.lgb.query"], "query sizes file of --data"),
+    "train-train": (lambda w: _train(w, "--out", w / "train.txt"), "--train"),
+    "train-train-symlink": (lambda w: _train(w, "--out", w / "link-train.txt"), "--train"),
+    "train-valid": (lambda w: _train(w, "--valid", w / "test.txt", "--out", w / "test.txt"), "--valid"),
+    "train-query-sidecar": (lambda w: ["train", "--model", "lambdamart", "--train", w / "train.lgb", "--out",
+                                       w / "train.lgb.query"], "query sizes file of --train"),
+    "train-valid-query-sidecar": (lambda w: _train(w, "--valid", w / "test.lgb", "--out", w / "test.lgb.query"),
+                                  "query sizes file of --valid"),
+    "train-positions": (lambda w: ["train", "--model", "two-tower", "--train", w / "train.txt", "--positions",
+                                   w / "pos.txt", "--out", w / "pos.txt"], "--positions"),
+}
+
+
+@pytest.mark.parametrize("case", list(_OUTPUT_IS_AN_INPUT))
+def test_output_that_names_an_input_is_refused(capsys, monkeypatch, work, case):
+    (work / "sub").mkdir()
+    (work / "link.txt").symlink_to(work / "test.txt")
+    (work / "link-train.txt").symlink_to("train.txt")  # a relative link
+    os.link(work / "test.txt", work / "hard.txt")
+    make_args, option = _OUTPUT_IS_AN_INPUT[case]
+    args = make_args(work)
+    fit_calls = _spy(monkeypatch, _commands, "fit_model")
+    before = snapshot(work)
+    line = assert_user_error(capsys, args, f"--out {str(args[args.index('--out') + 1])!r}", option,
+                             "nothing was written")
+    assert snapshot(work) == before, line  # every input byte-identical, no file added
+    assert fit_calls == []
+
+
+def test_output_beside_its_input_is_fine(capsys, work):
+    """Names that only look alike are not refused: ``test.txt.query`` of an SVMlight file, a sibling name."""
+    status, _, err = run(capsys, "predict", "--model", work / "model.joblib", "--data", work / "test.txt", "--out",
+                         work / "test.txt.query")
+    assert status == 0, err
+    status, _, err = run(capsys, *_train(work, "--out", work / "train.txt.joblib"))
+    assert status == 0, err
+
+
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_failed_write_keeps_the_previous_file(capsys, monkeypatch, work, command):
+    """A save that fails half-way (a full disk) leaves the previous file byte for byte and no temporary file."""
+    out = work / ("model-out.joblib" if command == "train" else "scores.txt")
+    out.write_bytes(b"the previous file\n")
+    before = snapshot(work)
+
+    def disk_full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    if command == "train":
+        def half_dump(value, f, *args, **kwargs):  # the serializer writes a fragment, then fails
+            f.write(b"half a model")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(joblib, "dump", half_dump)
+        args = _train(work, "--out", out)
+    else:
+        monkeypatch.setattr(os, "fsync", disk_full)  # the scores are written, flushing them fails
+        args = ["predict", "--model", work / "model.joblib", "--data", work / "test.txt", "--out", out]
+    assert_user_error(capsys, args, f"cannot write {'model' if command == 'train' else 'scores'} file",
+                      repr(str(out)), "No space left on device")
+    assert snapshot(work) == before
+
+
+def test_interrupted_save_keeps_the_previous_file(capsys, monkeypatch, work):
+    out = work / "model-out.joblib"
+    out.write_bytes(b"the previous model\n")
+    before = snapshot(work)
+
+    def interrupted_dump(value, f, *args, **kwargs):
+        f.write(b"half a model")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(joblib, "dump", interrupted_dump)
+    status, _, err = run(capsys, *_train(work, "--out", out))
+    assert status == 130 and err.strip() == "sklearn-ltr: interrupted"
+    assert snapshot(work) == before
+
+
+def test_writes_are_whole_files_with_normal_permissions(capsys, work):
+    """The atomic write gives a new file the umask's permissions (a temporary file has 0600), keeps an old
+    file's permissions, and writes through a symbolic link to its target."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    scores = work / "scores.txt"
+    args = ["predict", "--model", work / "model.joblib", "--data", work / "test.txt", "--out"]
+    assert run(capsys, *args, scores)[0] == 0
+    assert scores.stat().st_mode & 0o777 == 0o666 & ~umask
+    scores.chmod(0o640)
+    assert run(capsys, *args, scores)[0] == 0
+    assert scores.stat().st_mode & 0o777 == 0o640
+    (work / "link-scores.txt").symlink_to("scores.txt")
+    scores.write_text("old\n")
+    assert run(capsys, *args, work / "link-scores.txt")[0] == 0
+    assert (work / "link-scores.txt").is_symlink()
+    assert len(read_scores(scores)) == len(load_svmlight_ranking(work / "test.txt")[1])
+    assert not [p for p in work.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_device_output_is_written_in_place(capsys, work):
+    """``--out /dev/null`` or a named pipe is written to, never replaced by a regular file (shown on a pipe:
+    replacing /dev/null by mistake would harm the machine running the tests)."""
+    pipe = work / "pipe"
+    os.mkfifo(pipe)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    status, _, err = run(capsys, "predict", "--model", work / "model.joblib", "--data", work / "test.txt", "--out",
+                         pipe)
+    reader.join(timeout=10)
+    assert status == 0, err
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert len(received[0].splitlines()) == len(load_svmlight_ranking(work / "test.txt")[1])
+    assert sorted(p.name for p in work.iterdir() if p.name.startswith(".")) == []
+
+
+def _unwritable_outputs(work, monkeypatch):
+    outputs = {"missing folder": (work / "no" / "m.joblib", "folder"), "a directory": (work, "is a directory"),
+               "empty": ("", "--out is empty")}
+    if os.path.isdir("/proc"):
+        outputs["/proc"] = ("/proc/m.joblib", "cannot create a file in folder '/proc'")
+    readonly = work / "readonly"
+    readonly.mkdir()
+    readonly.chmod(0o555)
+    if not os.access(readonly, os.W_OK):  # root may write anyway
+        outputs["read-only folder"] = (readonly / "m.joblib", "cannot create a file")
+    locked = work / "locked.joblib"
+    locked.write_bytes(b"locked")
+    locked.chmod(0o444)
+    if os.access(locked, os.W_OK):  # root may write anyway: let os.access say what it says to other users
+        access = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: path != str(locked) and access(path, mode, **kw))
+    outputs["read-only file"] = (locked, "read-only")
+    return outputs
+
+
+def test_unwritable_output_is_found_before_any_work(capsys, monkeypatch, work):
+    fit_calls = _spy(monkeypatch, _commands, "fit_model")
+    read_calls = _spy(monkeypatch, _commands, "read_ranking")
+    load_calls = _spy(monkeypatch, _commands, "load_model")
+    outputs = _unwritable_outputs(work, monkeypatch)
+    assert {"missing folder", "/proc"} <= set(outputs) or not os.path.isdir("/proc")
+    for name, (out, fragment) in outputs.items():
+        before = snapshot(work)
+        for args in (_train(work, "--out", out),
+                     ["predict", "--model", work / "model.joblib", "--data", work / "test.txt", "--out", out]):
+            line = assert_user_error(capsys, args, fragment)
+            assert name == "empty" or str(out) in line, line
+        assert snapshot(work) == before, name
+    assert fit_calls == read_calls == load_calls == []
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+def test_interrupted_neural_training_exits_130_and_saves_nothing(capsys, monkeypatch, work):
+    """The neural rankers catch Ctrl-C, keep the partial model and warn: the command line refuses that model."""
+    from sklearn_ltr import RankNetRanker
+    from sklearn_ltr.exceptions import TrainingInterruptedWarning
+
+    fit = RankNetRanker.fit
+
+    def interrupted_fit(self, *args, **kwargs):  # trains, then reports an interruption as the library does
+        fit(self, *args, **kwargs)
+        warnings.warn("fit was interrupted (KeyboardInterrupt) after 1 epoch", TrainingInterruptedWarning,
+                      stacklevel=2)
+        return self
+
+    monkeypatch.setattr(RankNetRanker, "fit", interrupted_fit)
+    out = work / "ranknet.joblib"
+    out.write_bytes(b"the previous model\n")
+    before = snapshot(work)
+    status, stdout, err = run(capsys, *_train(work, "--out", out, model="ranknet"))
+    assert status == 130 and err.strip().splitlines()[-1] == "sklearn-ltr: interrupted", err
+    assert "saved model" not in stdout
+    assert snapshot(work) == before
+
+
+def test_ctrl_c_inside_neural_training_exits_130(capsys, monkeypatch, work):
+    """A real KeyboardInterrupt inside skorch's training loop (raised from the progress bar's callback)."""
+    def ctrl_c(self, net, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_progress.EpochBar, "on_epoch_end", ctrl_c)
+    before = snapshot(work)
+    status, stdout, err = run(capsys, *_train(work, "--out", work / "m.joblib", "--progress", model="ranknet"))
+    assert status == 130, err
+    assert err.strip().splitlines()[-1] == "sklearn-ltr: interrupted" and "saved model" not in stdout
+    assert snapshot(work) == before
+
+
+def test_interrupted_lambdamart_exits_130(capsys, monkeypatch, work):
+    def ctrl_c(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LambdaMARTRanker, "fit", ctrl_c)
+    before = snapshot(work)
+    status, _, err = run(capsys, *_train(work, "--out", work / "m.joblib"))
+    assert status == 130 and err.strip() == "sklearn-ltr: interrupted"
+    assert snapshot(work) == before
+
+
+# --------------------------------------------------------------------------- no tracebacks
+
+
+def _compressed_variants(path, folder):
+    """Broken compressed copies of a data file: ``{name: path}``."""
+    data = Path(path).read_bytes()
+    variants = {}
+    for suffix, compress in ((".gz", gzip.compress), (".bz2", bz2.compress)):
+        variants[f"truncated{suffix}"] = folder / f"truncated.txt{suffix}"
+        variants[f"truncated{suffix}"].write_bytes(compress(data)[:300])
+        variants[f"plain{suffix}"] = folder / f"plain.txt{suffix}"
+        variants[f"plain{suffix}"].write_bytes(data)
+    return variants
+
+
+def test_broken_compressed_files(capsys, work):
+    variants = _compressed_variants(work / "test.txt", work)
+    good = work / "good.txt.gz"
+    good.write_bytes(gzip.compress((work / "test.txt").read_bytes()))
+    assert run(capsys, "predict", "--model", work / "model.joblib", "--data", good, "--out", "-")[0] == 0
+    lgb = work / "trunc.lgb.gz"  # LightGBM rows scored without a .query file take another reader
+    lgb.write_bytes(gzip.compress((work / "test.lgb").read_bytes())[:300])
+    variants["truncated-lightgbm.gz"] = lgb
+    for name, path in variants.items():
+        before = snapshot(work)
+        why = "truncated" if name.startswith("truncated") else "not valid"
+        commands = [["predict", "--model", work / "model.joblib", "--data", path, "--out", work / "s.txt"]]
+        if name != "truncated-lightgbm.gz":
+            commands += [["evaluate", "--model", work / "model.joblib", "--data", path],
+                         ["train", "--model", "lambdamart", "--train", path, "--out", work / "m.joblib"]]
+        for args in commands:
+            assert_user_error(capsys, args, repr(str(path)), why)
+        assert snapshot(work) == before
+
+
+@pytest.mark.parametrize(("sizes", "fragments"), [
+    ("9223372036854775808\n", ["line 1", "beyond a 64-bit integer"]),
+    ("3\n" + "9" * 5000 + "\n", ["line 2", "beyond a 64-bit integer"]),
+    ("4611686018427387904\n4611686018427387904\n", ["sum to 9223372036854775808"]),
+    ("5\n-3\n", ["non-positive size -3 on line 2"]),
+    ("5\n\n0\n", ["non-positive size 0 on line 3"]),
+    ("2.5\n", ["line 1", "'2.5' is not an integer"]),
+    ("2\nten\n", ["line 2", "'ten' is not an integer"]),
+])  # fmt: skip
+def test_bad_query_sidecar(capsys, work, sizes, fragments):
+    (work / "train.lgb.query").write_text(sizes)
+    before = snapshot(work)
+    for args in (["train", "--model", "lambdamart", "--train", work / "train.lgb", "--out", work / "m.joblib"],
+                 ["evaluate", "--model", work / "model.joblib", "--data", work / "train.lgb"]):
+        assert_user_error(capsys, args, repr(f"{work / 'train.lgb'}.query"), *fragments)
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize(("error", "fragment"), [
+    (InvalidParameterError("The 'importance_type' parameter must be 'gain' or 'split'. Got 'x'."), "importance_type"),
+    (TypeError("unsupported operand type(s) for +: 'int' and 'str'"), "unsupported operand"),
+    (OverflowError("Python int too large to convert to C long"), "OverflowError: Python int too large"),
+    (MemoryError("the batch needs 900 GB; lower max_list_length"), "MemoryError: the batch needs 900 GB"),
+])  # fmt: skip
+def test_estimator_errors_are_one_line(capsys, monkeypatch, work, error, fragment):
+    def fit(self, *args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(LambdaMARTRanker, "fit", fit)
+    before = snapshot(work)
+    assert_user_error(capsys, _train(work, "--out", work / "m.joblib"), "training lambdamart failed", fragment)
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("error", [MemoryError("a list of 10,000,000 documents does not fit in memory"),
+                                   ValueError("a list of 10,000,000 documents does not fit in memory")])
+def test_prediction_errors_are_one_line(capsys, monkeypatch, work, error):
+    def predict(self, X, groups=None):
+        raise error
+
+    monkeypatch.setattr(LambdaMARTRanker, "predict", predict)
+    before = snapshot(work)
+    for args, fragment in (
+            (["predict", "--model", work / "model.joblib", "--data", work / "test.txt", "--out", work / "s.txt"],
+             "with model"),
+            (["evaluate", "--model", work / "model.joblib", "--data", work / "test.txt"], "with model"),
+            (_train(work, "--out", work / "m.joblib"), "with the trained lambdamart model")):
+        assert_user_error(capsys, args, fragment, "10,000,000 documents")
+    assert snapshot(work) == before
+
+
+def test_invalid_parameter_value_is_one_line(capsys, work):
+    assert_user_error(capsys, _train(work, "--out", work / "m.joblib", "--param", "importance_type=x"),
+                      "training lambdamart failed", "importance_type")
+    assert_user_error(capsys, _train(work, "--out", work / "m.joblib", "--param", "device=tpu", model="ranknet"),
+                      "training ranknet failed", "device")
+    assert not (work / "m.joblib").exists()
+
+
+@pytest.mark.parametrize("bug", [RuntimeError("a bug"), AttributeError("a bug"), KeyError("a bug")])
+def test_bugs_keep_their_traceback(capsys, monkeypatch, work, bug):
+    """Only the estimators' ValueError, TypeError, OverflowError and MemoryError are user errors."""
+    def fit(self, *args, **kwargs):
+        raise bug
+
+    monkeypatch.setattr(LambdaMARTRanker, "fit", fit)
+    with pytest.raises(type(bug), match="a bug"):
+        main([str(arg) for arg in _train(work, "--out", work / "m.joblib")])
+    assert not (work / "m.joblib").exists()
+
+
+def test_labels_the_metrics_reject(capsys, work):
+    _, y, _ = load_svmlight_ranking(work / "test.txt")
+    scores = work / "scores.txt"
+    scores.write_text("".join(f"{v}\n" for v in np.arange(len(y), dtype=float)))
+    for name, labels, metric, fragment in (
+            ("negative", np.where(np.arange(len(y)) == 3, -1.0, y), "ndcg@1", "negative"),
+            ("nan", np.where(np.arange(len(y)) == 3, np.nan, y), "ndcg@1", "NaN"),
+            ("huge", np.where(np.arange(len(y)) == 3, 1100.0, y), "dcg", "too large")):
+        path = work / f"{name}.txt"
+        lines = (work / "test.txt").read_text().splitlines()
+        lines = [line for line in lines if not line.startswith("#")]
+        path.write_text("".join(f"{label:g} {line.split(' ', 1)[1]}\n" for label, line in zip(labels, lines,
+                                                                                               strict=True)))
+        for source in (["--model", work / "model.joblib"], ["--scores", scores]):
+            assert_user_error(capsys, ["evaluate", *source, "--data", path, "--json", "--metrics", metric],
+                              repr(str(path)), metric.upper(), fragment)
+
+
+@pytest.mark.parametrize(("value", "fragment"), [("nan", "'nan' is not a finite number"),
+                                                 ("-inf", "'-inf' is not a finite number"),
+                                                 ("1e999", "'1e999' is not a finite number"),
+                                                 ("0x1p3", "'0x1p3' is not a number")])
+def test_scores_file_with_nan(capsys, work, value, fragment):
+    n_rows = len(load_svmlight_ranking(work / "test.txt")[1])
+    scores = work / "scores.txt"
+    scores.write_text("0.5\n" * 6 + f"{value}\n" + "0.5\n" * (n_rows - 7))
+    assert_user_error(capsys, ["evaluate", "--scores", scores, "--data", work / "test.txt"], repr(str(scores)),
+                      "line 7", fragment)
+
+
+def test_positions_file_beyond_int64(capsys, work):
+    n_rows = len(load_svmlight_ranking(work / "train.txt")[1])
+    log = work / "clicks.txt"
+    log.write_text("".join(f"{i % 2} {line.split(' ', 1)[1]}\n" for i, line in
+                           enumerate((work / "train.txt").read_text().splitlines()) if not line.startswith("#")))
+    for value in ("1e300", "9223372036854775808", "nan"):
+        (work / "pos.txt").write_text("1\n" * (n_rows - 1) + f"{value}\n")
+        assert_user_error(capsys, ["train", "--model", "two-tower", "--train", log, "--positions", work / "pos.txt",
+                                   "--out", work / "m.joblib"], "positions file", f"line {n_rows}", repr(value))
+    assert not (work / "m.joblib").exists()
+
+
+def test_model_that_scores_nan_writes_nothing(capsys, monkeypatch, work):
+    def nan_predict(self, X, groups=None):
+        scores = np.zeros(len(X))
+        scores[4] = np.nan
+        return scores
+
+    monkeypatch.setattr(LambdaMARTRanker, "predict", nan_predict)
+    out = work / "scores.txt"
+    out.write_bytes(b"the previous scores\n")
+    before = snapshot(work)
+    for target in (out, "-"):
+        status, stdout, err = run(capsys, "predict", "--model", work / "model.joblib", "--data", work / "test.txt",
+                                  "--out", target)
+        assert status == 2 and stdout == ""
+        assert err.count("\n") == 1 and err.startswith("sklearn-ltr: error: ") and "NaN" in err and "row 5" in err
+        assert repr(str(work / "model.joblib")) in err and repr(str(work / "test.txt")) in err
+    assert_user_error(capsys, ["evaluate", "--model", work / "model.joblib", "--data", work / "test.txt"], "NaN",
+                      repr(str(work / "model.joblib")))
+    assert_user_error(capsys, _train(work, "--out", work / "new.joblib"), "NaN", "not saved")
+    assert snapshot(work) == before
+
+
+def test_write_scores_refuses_nan(tmp_path):
+    with pytest.raises(CLIError, match=r"1 of 3 scores are NaN or infinite \(the first on row 2\)"):
+        _files.write_scores(str(tmp_path / "s.txt"), [0.5, np.inf, 1.0])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_damaged_model_files(capsys, work):
+    bundle = joblib.load(work / "model.joblib")
+    for name, damaged in (("no-features", {k: v for k, v in bundle.items() if k != "n_features"}),
+                          ("no-predict", {**bundle, "estimator": 3}),
+                          ("text-version", {**bundle, "format_version": "2"})):
+        joblib.dump(damaged, work / f"{name}.joblib")
+        for command in (["predict", "--out", "-"], ["evaluate"]):
+            assert_user_error(capsys, [command[0], "--model", work / f"{name}.joblib", "--data", work / "test.txt",
+                                       *command[1:]], repr(str(work / f"{name}.joblib")), "damaged")
+
+
+def test_feature_index_too_large_for_memory(capsys, monkeypatch, work):
+    path = work / "wide.txt"
+    path.write_text("".join(f"{i % 3} qid:{i // 10} 1:0.5 2147483647:1\n" for i in range(100)))
+    for args in (["predict", "--model", work / "model.joblib", "--data", path, "--out", "-"],
+                 ["train", "--model", "lambdamart", "--train", path, "--out", work / "m.joblib"]):
+        assert_user_error(capsys, args, repr(str(path)), "2,147,483,647", "GiB")
+    # Checked against the machine's memory before allocating: 100 x 20,000 float64 is 15 MiB.
+    monkeypatch.setattr(_files, "_physical_memory", lambda: 2**20)
+    path.write_text("".join(f"{i % 3} qid:{i // 10} 1:0.5 20000:1\n" for i in range(100)))
+    assert_user_error(capsys, ["train", "--model", "lambdamart", "--train", path, "--out", work / "m.joblib"],
+                      repr(str(path)), "20,000", "0.0 GiB of memory")
+    assert not (work / "m.joblib").exists()
+
+
+def test_seed_and_simulation_size(capsys, monkeypatch, work):
+    from sklearn_ltr.cli import _clicks
+
+    simulations = _spy(monkeypatch, _clicks, "simulate_sessions")
+    for seed in ("-1", str(2**32)):
+        assert_user_error(capsys, _train(work, "--out", work / "m.joblib", "--seed", seed), "--seed", seed)
+        assert_user_error(capsys, ["demo", "--quick", "--seed", seed], "--seed")
+    assert_user_error(capsys, _train(work, "--out", work / "m.joblib", "--simulate-clicks", "1000000000000",
+                                     model="two-tower"), "--simulate-clicks 1000000000000", "memory")
+    assert not (work / "m.joblib").exists() and simulations == []
+
+
+def test_demo_fold_with_bad_labels(capsys, work):
+    fold = work / "fold"
+    fold.mkdir()
+    shutil.copy(work / "train.txt", fold / "train.txt")
+    (fold / "test.txt").write_text("-1 qid:1 1:0.5\n1 qid:1 1:0.7\n")
+    assert_user_error(capsys, ["demo", "--quick", "--data", fold], "test.txt", "relevance grades")
+
+
+def test_closed_standard_output(capsys, monkeypatch, work):
+    class ClosedPipe:
+        def write(self, text):
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    status = main(["predict", "--model", str(work / "model.joblib"), "--data", str(work / "test.txt"), "--out", "-"])
+    assert status == 141
+    assert capsys.readouterr().err == ""
+
+
+# --------------------------------------------------------------------------- model files run code
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_help_warns_that_model_files_run_code(capsys, command):
+    assert main([command, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    options = out[out.index("options:"):]
+    option = options[options.index("--model MODEL"):]
+    option = option[:option.index(" --", 3)]  # up to the next option
+    assert "runs code stored in the file" in option
+    assert "load model files only from sources you trust" in option

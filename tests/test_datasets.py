@@ -1,5 +1,7 @@
 """Tests for sklearn_ltr.datasets: file formats, make_ranking and simulate_clicks."""
 
+import bz2
+import gzip
 import re
 
 import numpy as np
@@ -177,6 +179,58 @@ def test_load_lightgbm_bad_query_file(tmp_path, sizes, message):
     (tmp_path / "rank.train.query").write_text(sizes)
     with pytest.raises(ValueError, match=_path_error(str(path) + ".query") + ".*" + re.escape(message)):
         load_lightgbm_ranking(path)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [("9223372036854775808\n", "line 1: size 9223372036854775808 is beyond a 64-bit integer"),
+     ("1\n" + "9" * 5000 + "\n", "line 2: size 999999999999999999999999999999... is beyond a 64-bit integer"),
+     ("4611686018427387904\n4611686018427387904\n", "sum to 9223372036854775808, but the data file has 3 rows"),
+     ("1\n-2\n", "non-positive size -2 on line 2"), ("1\n-" + "9" * 5000 + "\n", "non-positive size -999"),
+     ("2\n\n1.0\n", "line 3: '1.0' is not an integer"), ("2\n1e0\n", "line 2: '1e0' is not an integer"),
+     ("x\n", "line 1: 'x' is not an integer"), ("\xff\n", "line 1: '\ufffd' is not an integer")],
+    ids=["int64+1", "5000-digits", "sum-overflows-int64", "negative", "negative-5000-digits", "float", "exponent",
+         "word", "binary"],
+)  # fmt: skip
+def test_load_lightgbm_query_file_names_the_line(tmp_path, sizes, message):
+    path = tmp_path / "rank.train"
+    path.write_text("1 1:0.5\n0 2:1\n2 1:1\n")
+    (tmp_path / "rank.train.query").write_bytes(sizes.encode("latin-1"))
+    with pytest.raises(ValueError, match=_path_error(str(path) + ".query") + ".*" + re.escape(message)):
+        load_lightgbm_ranking(path)
+
+
+def _compressed_files(folder, data):
+    """``{name: (path, what the error says)}``: gzip and bzip2 files cut short, and plain text named like them."""
+    files = {}
+    for suffix, compress in ((".gz", gzip.compress), (".bz2", bz2.compress)):
+        files[f"truncated{suffix}"] = (folder / f"truncated.txt{suffix}", "truncated")
+        files[f"truncated{suffix}"][0].write_bytes(compress(data)[: len(compress(data)) // 2])
+        files[f"plain{suffix}"] = (folder / f"plain.txt{suffix}", "not valid")
+        files[f"plain{suffix}"][0].write_bytes(data)
+        files[f"empty{suffix}"] = (folder / f"empty.txt{suffix}", "truncated" if suffix == ".bz2" else "holds no")
+        files[f"empty{suffix}"][0].write_bytes(b"")
+    return files
+
+
+@pytest.mark.parametrize("reader", ["svmlight", "lightgbm"])
+def test_load_broken_compressed_files(tmp_path, reader):
+    """A truncated .gz/.bz2 file, or one that is not compressed, is a ValueError naming the file."""
+    X, y, groups = _ranking_data(False, np.random.default_rng(2))
+    dump = dump_svmlight_ranking if reader == "svmlight" else dump_lightgbm_ranking
+    load = load_svmlight_ranking if reader == "svmlight" else load_lightgbm_ranking
+    dump(X, y, groups, tmp_path / "data.txt")
+    data = (tmp_path / "data.txt").read_bytes()
+    for suffix, compress in ((".gz", gzip.compress), (".bz2", bz2.compress)):  # whole files read fine
+        (tmp_path / f"good.txt{suffix}").write_bytes(compress(data))
+        kwargs = {} if reader == "svmlight" else {"query_path": tmp_path / "data.txt.query"}
+        np.testing.assert_array_equal(load(tmp_path / f"good.txt{suffix}", n_features=6, **kwargs)[0],
+                                      load(tmp_path / "data.txt", n_features=6, **kwargs)[0])
+    for name, (path, what) in _compressed_files(tmp_path, data).items():
+        kwargs = {} if reader == "svmlight" else {"query_path": tmp_path / "data.txt.query"}
+        with pytest.raises(ValueError, match=_path_error(path) + ".*" + what) as info:
+            load(path, **kwargs)
+        assert type(info.value) is ValueError, name
 
 
 # --------------------------------------------------------------------------- make_ranking

@@ -18,12 +18,16 @@ Commands (``sklearn-ltr COMMAND --help`` lists every option):
     Ranking metrics over the queries of a labelled file.
 
 User errors (missing or malformed files, unknown parameters, rejected values, feature
-mismatches) print one ``sklearn-ltr: error: ...`` line and exit with status 2.
+mismatches, an output that names an input) print one ``sklearn-ltr: error: ...`` line and
+exit with status 2; Ctrl-C exits with status 130 and saves nothing. Output files are written
+whole or not at all. Loading a model file unpickles it, which runs code stored in it: load
+model files only from sources you trust.
 
 The modules: ``_main`` (parser, :func:`main`), ``_commands`` (train, predict, evaluate),
 ``_demo``, ``_models`` (the rankers' defaults and training with validation), ``_clicks``
 (two-tower click logs), ``_files`` (data formats, ``--param``, saved models, scores),
-``_metrics`` (``--metrics``), ``_progress`` (tqdm bars) and ``_errors``.
+``_output`` (output files: checked before any work, written atomically), ``_metrics``
+(``--metrics``), ``_progress`` (tqdm bars) and ``_errors``.
 
 Examples
 --------

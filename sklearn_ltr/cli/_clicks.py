@@ -46,6 +46,18 @@ def simulate_sessions(X, y, groups, *, sessions, w=1.0, random_state=None):
                     f"{len(clicks):,} impressions, {int(clicks.sum()):,} clicks")
 
 
+def _check_simulation_size(data, sessions):
+    """A :class:`CLIError` when ``sessions`` copies of the rows cannot fit in this machine's memory."""
+    from sklearn_ltr.cli._files import _physical_memory
+
+    n_bytes = sessions * data.X.shape[0] * (data.X.shape[1] + 4) * 8  # features, clicks, positions, session ids
+    memory = _physical_memory()
+    if memory is not None and n_bytes > memory:
+        raise CLIError(f"--simulate-clicks {sessions} repeats the {data.X.shape[0]:,} rows of {data.path!r} "
+                       f"{sessions:,} times: {n_bytes / 2**30:,.1f} GiB, more than this machine's "
+                       f"{memory / 2**30:,.1f} GiB of memory. Simulate fewer sessions per query.")
+
+
 def click_log(data, *, positions_path=None, simulate=None, w=1.0, random_state=None):
     """The :class:`ClickLog` of ``train --model two-tower`` from a :class:`~sklearn_ltr.cli._files.RankingFile`."""
     from sklearn_ltr._groups import QueryGroups
@@ -56,6 +68,7 @@ def click_log(data, *, positions_path=None, simulate=None, w=1.0, random_state=N
                            "their own positions.")
         if not np.array_equal(data.y, np.round(data.y)) or data.y.min() < 0:
             raise CLIError(f"--simulate-clicks needs whole-number relevance grades 0, 1, 2, ... in {data.path!r}.")
+        _check_simulation_size(data, simulate)
         return simulate_sessions(data.X, data.y.astype(np.int64), data.groups, sessions=simulate, w=w,
                                  random_state=random_state)
     labels = np.unique(data.y)

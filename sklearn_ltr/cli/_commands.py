@@ -3,6 +3,12 @@
 Results go to standard output (``train``'s summary, ``predict``'s scores with ``--out -``,
 ``evaluate``'s table or JSON), progress bars and warnings to standard error, user errors
 are raised as :class:`~sklearn_ltr.cli._errors.CLIError`.
+
+The commands that write a file (``train --out``, ``predict --out``) check before any work
+that the output can be written and is none of their inputs (data files, their ``.query``
+sizes, the model, the positions), and write it atomically
+(:func:`~sklearn_ltr.cli._output.write_atomically`): an error or Ctrl-C leaves no fragment
+and the previous file intact. ``evaluate`` writes nothing but standard output.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from sklearn_ltr.cli._clicks import click_log
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._files import (
     align_features,
-    check_output_path,
+    data_file_inputs,
     load_model,
     parse_params,
     read_ranking,
@@ -26,20 +32,31 @@ from sklearn_ltr.cli._files import (
     write_scores,
 )
 from sklearn_ltr.cli._metrics import parse_metrics
-from sklearn_ltr.cli._models import MODELS, fit_model, settable_params
+from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model, settable_params
+from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output
 
 __all__ = ["evaluate", "predict", "train"]
 
 
-def _ndcg10(estimator, data):
+def _ndcg10(estimator, data, name, option):
+    """NDCG@10 of the freshly trained model on a file; a model that scores NaN is an error, and is not saved."""
     from sklearn_ltr.metrics import ndcg_score
 
-    return ndcg_score(data.y, estimator.predict(data.X, groups=data.groups), data.groups, k=10)
+    with estimator_errors(f"scoring {option} {data.path!r} with the trained {name} model"):
+        scores = estimator.predict(data.X, groups=data.groups)
+    if not np.isfinite(scores).all():
+        raise CLIError(f"the trained {name} model scores rows of {option} {data.path!r} as NaN or infinite; it is "
+                       f"not saved. Check the features for huge values, or lower the learning rate.")
+    return ndcg_score(data.y, scores, data.groups, k=10)
 
 
 def train(args):
     """``sklearn-ltr train``: fit a ranker on a file and save it (see ``sklearn-ltr train --help``)."""
     spec = MODELS[args.model]
+    refuse_input_as_output(args.out, "--out", [*data_file_inputs("--train", args.train, args.format),
+                                               *data_file_inputs("--valid", args.valid, args.format),
+                                               (f"--positions {args.positions!r}", args.positions)])
+    check_output_path(args.out, "model file")
     params = parse_params(args.param, settable_params(spec), model=spec.name)
     if not spec.clicks and (args.positions or args.simulate_clicks is not None):
         raise CLIError(f"--positions and --simulate-clicks are for --model two-tower, not {spec.name}.")
@@ -47,7 +64,6 @@ def train(args):
         raise CLIError(f"--simulate-clicks needs a positive number of sessions per query; got {args.simulate_clicks}.")
     if not 0 <= args.logging_quality <= 1:
         raise CLIError(f"--logging-quality must be in [0, 1]; got {args.logging_quality}.")
-    check_output_path(args.out, "model file")
     data = read_ranking(args.train, args.format)
     valid = read_ranking(args.valid, args.format) if args.valid else None
     if valid is not None:  # a sparse file may lack the other's last features: pad both to the wider one
@@ -64,9 +80,9 @@ def train(args):
     estimator, report = fit_model(spec, params, rows, valid, preprocessing=args.preprocessing,
                                   early_stopping=not args.no_early_stopping, seed=args.seed, threads=args.threads,
                                   progress=_progress.progress_wanted(args.progress), desc=f"train {spec.name}")
-    scores = {"train_ndcg@10": _ndcg10(estimator, data)}
+    scores = {"train_ndcg@10": _ndcg10(estimator, data, spec.name, "--train")}
     if valid is not None:
-        scores["valid_ndcg@10"] = _ndcg10(estimator, valid)
+        scores["valid_ndcg@10"] = _ndcg10(estimator, valid, spec.name, "--valid")
     save_model(args.out, estimator, model=spec.name, n_features=int(data.X.shape[1]),
                list_context=spec.list_context, params=params, seed=args.seed,
                train_file=os.path.abspath(args.train), valid_file=args.valid and os.path.abspath(args.valid),
@@ -82,10 +98,18 @@ def train(args):
 
 
 def _scores(bundle, data, model_path):
-    try:
-        return bundle["estimator"].predict(data.X, groups=data.groups)
-    except ValueError as err:
-        raise CLIError(f"model {model_path!r} cannot score {data.path!r}: {err}") from err
+    """The model's finite scores of ``data``; the estimator's errors (see ``ESTIMATOR_ERRORS``) are user errors."""
+    with estimator_errors(f"scoring {data.path!r} with model {model_path!r}"):
+        scores = np.asarray(bundle["estimator"].predict(data.X, groups=data.groups), dtype=np.float64)
+    if scores.shape != data.y.shape:
+        raise CLIError(f"model {model_path!r} returned {scores.size:,} scores for the {len(data.y):,} rows of "
+                       f"{data.path!r}; is the model file damaged?")
+    if not np.isfinite(scores).all():
+        bad = np.flatnonzero(~np.isfinite(scores))
+        raise CLIError(f"model {model_path!r} scores {len(bad):,} of the {len(scores):,} rows of {data.path!r} as "
+                       f"NaN or infinite (the first: row {bad[0] + 1}); nothing is written. Do the features hold "
+                       f"NaN or huge values?")
+    return scores
 
 
 def _read_for_model(path, fmt, bundle, model_path, *, require_groups):
@@ -95,6 +119,8 @@ def _read_for_model(path, fmt, bundle, model_path, *, require_groups):
 
 def predict(args):
     """``sklearn-ltr predict``: one score per row of a file, in file order."""
+    refuse_input_as_output(args.out, "--out", [(f"--model {args.model!r}", args.model),
+                                               *data_file_inputs("--data", args.data, args.format)])
     check_output_path(args.out, "scores file")
     bundle = load_model(args.model)
     data = _read_for_model(args.data, args.format, bundle, args.model, require_groups=False)
@@ -116,12 +142,19 @@ def evaluate(args):
         data = read_ranking(args.data, args.format)
         scores = read_rows_of_numbers(args.scores, len(data.y), what="scores file")
         source = f"scores {args.scores}"
-    if not np.isfinite(scores).all():
-        raise CLIError(f"the scores of {source} on {args.data!r} contain NaN or infinite values.")
-    values = {metric: metric(data.y, scores, data.groups) for metric in metrics}
+    values = {}
+    for metric in metrics:
+        try:  # the metrics validate the labels (finite, non-negative, ...): their ValueError is a user error
+            values[metric] = metric(data.y, scores, data.groups)
+        except ValueError as err:
+            raise CLIError(f"cannot compute {metric.label} on --data {args.data!r}: {err}") from err
+        if not np.isfinite(values[metric]):
+            raise CLIError(f"{metric.label} on --data {args.data!r} is {values[metric]} (labels up to "
+                           f"{data.y.max():g}: too large for the gain 2**label - 1?).")
     if args.json:
         print(json.dumps({"data": args.data, "model": args.model, "scores": args.scores, "rows": len(data.y),
-                          "queries": data.n_queries, "metrics": {m.key: v for m, v in values.items()}}, indent=2))
+                          "queries": data.n_queries, "metrics": {m.key: v for m, v in values.items()}}, indent=2,
+                         allow_nan=False))
         return 0
     print(f"{data.describe()}; {source}")
     width = max(len("metric"), *(len(m.label) for m in values))

@@ -36,7 +36,7 @@ from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._clicks import simulate_sessions
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._files import RankingFile, align_features, read_ranking
-from sklearn_ltr.cli._models import MODELS, fit_model
+from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model
 
 __all__ = ["demo_models", "run_demo"]
 
@@ -92,6 +92,11 @@ def _read_fold(data_dir):
     train, test = (read_ranking(os.path.join(data_dir, f"{name}.txt")) for name in ("train", "test"))
     vali_path = os.path.join(data_dir, "vali.txt")
     vali = read_ranking(vali_path) if os.path.isfile(vali_path) else None
+    for name, part in (("train.txt", train), ("vali.txt", vali), ("test.txt", test)):
+        y = None if part is None else part.y
+        if y is not None and not (np.isfinite(y).all() and y.min() >= 0 and np.array_equal(y, np.round(y))):
+            raise CLIError(f"--data {data_dir!r}: {name} has labels that are not relevance grades 0, 1, 2, ...; "
+                           f"the demo needs graded labels (it also simulates clicks from them).")
     # A sparse file may end before the others' last features: pad every part to the widest.
     n_features = max(part.X.shape[1] for part in (train, vali, test) if part is not None)
     train, test = align_features(train, n_features), align_features(test, n_features)
@@ -103,10 +108,13 @@ def _read_fold(data_dir):
     return train, vali, test, f"LETOR fold {data_dir}: {n_features} features, labels {labels}; {parts}"
 
 
-def _metrics(test, scores):
+def _metrics(test, scores, label):
     from sklearn_ltr.metrics import average_precision_score, ndcg_score
 
     y, groups = test.y, test.groups
+    if not np.isfinite(scores).all():
+        raise CLIError(f"{label} scores test rows of the demo as NaN or infinite; do the features hold NaN or huge "
+                       f"values?")
     return (*(ndcg_score(y, scores, groups, k=k) for k in (1, 5, 10)), average_precision_score(y, scores, groups, k=10))
 
 
@@ -118,8 +126,10 @@ def _ridge(train, test):
     from sklearn_ltr import Log1pTransformer
 
     start = time.perf_counter()
-    model = make_pipeline(Log1pTransformer(), StandardScaler(), Ridge()).fit(train.X, train.y)
-    return model.predict(test.X), time.perf_counter() - start
+    with estimator_errors("Ridge regression"):
+        model = make_pipeline(Log1pTransformer(), StandardScaler(), Ridge()).fit(train.X, train.y)
+        scores = model.predict(test.X)
+    return scores, time.perf_counter() - start
 
 
 def _print_table(rows, out):
@@ -165,10 +175,10 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
     print(f"sklearn_ltr demo: {description}.", file=out, flush=True)
     show = _progress.progress_wanted(progress)
     models = demo_models(quick)
-    rows = [("random scores", _metrics(test, np.random.default_rng(seed).normal(size=len(test.y))), 0.0)]
+    rows = [("random scores", _metrics(test, np.random.default_rng(seed).normal(size=len(test.y)), "random"), 0.0)]
     overall = _progress.bar(total=len(models) + 1, desc="demo", enabled=show, unit="model")
     scores, seconds = _ridge(train, test)
-    rows.append(("Ridge regression on labels (pointwise)", _metrics(test, scores), seconds))
+    rows.append(("Ridge regression on labels (pointwise)", _metrics(test, scores, "Ridge regression"), seconds))
     overall.update()
     clicks = None
     for label, name, params, on_clicks in models:
@@ -178,7 +188,9 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
         overall.set_postfix_str(label, refresh=True)
         estimator, report = fit_model(MODELS[name], params, clicks if on_clicks else train, vali, seed=seed,
                                       threads=threads, progress=show, desc=label)
-        values = _metrics(test, estimator.predict(test.X, groups=test.groups))
+        with estimator_errors(f"scoring the test queries with {label}"):
+            scores = estimator.predict(test.X, groups=test.groups)
+        values = _metrics(test, scores, label)
         rows.append((label, values, report["fit_seconds"]))
         if not show:
             print(f"  {label}: {report['fit_seconds']:.1f} s, test NDCG@10 {values[2]:.4f}", file=sys.stderr,

@@ -13,7 +13,11 @@ A saved model is a joblib file holding a dict: the fitted estimator (a ranker, o
 ``Pipeline`` of preprocessing steps and a ranker) plus what ``predict`` needs and what a
 reader wants to know: the model name, the number of features, whether predictions need
 query ids, the ``sklearn_ltr`` version, the parameters and the training file.
-Loading unpickles it: load only model files you trust.
+Loading unpickles it, which runs any code the file holds: load model files only from
+sources you trust.
+
+Models and scores are written by :func:`sklearn_ltr.cli._output.write_atomically`: whole or
+not at all.
 """
 
 from __future__ import annotations
@@ -24,17 +28,19 @@ import difflib
 import gzip
 import os
 import sys
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from sklearn_ltr.cli._errors import CLIError
+from sklearn_ltr.cli._output import write_atomically
 
 __all__ = [
     "FORMATS",
     "RankingFile",
     "align_features",
-    "check_output_path",
+    "data_file_inputs",
     "detect_format",
     "load_model",
     "parse_params",
@@ -88,24 +94,47 @@ def check_input(path, what="data file"):
         raise CLIError(f"{what} {path!r} is a directory, not a file.")
 
 
-def check_output_path(path, what="output file"):
-    """Fail before a long computation when ``path`` cannot be written (``-`` is standard output)."""
-    if path == "-":
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise CLIError(f"{what} {path!r} is a directory; give a file name.")
-    if not os.path.isdir(folder):
-        raise CLIError(f"cannot write {what} {path!r}: folder {folder!r} does not exist.")
+def _read_error(path, err, what="data file"):
+    """The :class:`CLIError` of an I/O or decompression error (``OSError``, ``EOFError``, ``zlib.error``)."""
+    from sklearn_ltr.datasets._formats import _decompression_error
+
+    error = _decompression_error(path, err)
+    if error is not None:
+        return CLIError(str(error))
+    if isinstance(err, OSError):
+        return CLIError(f"cannot read {what} {getattr(err, 'filename', None) or path!r}: {err.strerror or err}.")
+    return CLIError(f"cannot read {what} {path!r}: {type(err).__name__}: {err}.")
 
 
-def _data_lines(path):
-    """``(line_number, fields)`` of the lines that hold data (comments and blank lines skipped)."""
-    with _open_text(path) as f:
-        for number, line in enumerate(f, 1):
-            fields = line.split("#", 1)[0].split()
-            if fields:
-                yield number, fields
+#: What reading a file can raise besides a parse error: I/O errors, and a .gz/.bz2 file that does not decompress.
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def data_file_inputs(option, path, fmt="auto"):
+    """``[(description, path)]`` that a data file option reads: the file, and the ``.query`` sizes of LightGBM data."""
+    if path is None:
+        return []
+    inputs = [(f"{option} {path!r}", path)]
+    sidecar = path + ".query"
+    lightgbm = fmt == "lightgbm" or (fmt == "auto" and os.path.isfile(path) and detect_format(path) == "lightgbm")
+    if lightgbm:
+        inputs.append((f"the query sizes file of {option} {path!r}", sidecar))
+    return inputs
+
+
+def _data_lines(path, what="data file"):
+    """``(line_number, fields)`` of the lines that hold data (comments and blank lines skipped).
+
+    An I/O error, or a ``.gz``/``.bz2`` file that does not decompress, is a :class:`CLIError`.
+    """
+    try:
+        with _open_text(path) as f:
+            for number, line in enumerate(f, 1):
+                fields = line.split("#", 1)[0].split()
+                if fields:
+                    yield number, fields
+    except _READ_ERRORS as err:
+        raise _read_error(path, err, what) from err
 
 
 def detect_format(path):
@@ -144,15 +173,41 @@ def _bad_field(fields):
 
 def _parse_error(path, fmt, err):
     """A message naming the first line of ``path`` that does not parse, else the reader's own reason."""
-    try:
-        for number, fields in _data_lines(path):
-            reason = _bad_field(fields)
-            if reason:
-                return f"cannot read {path!r} as {_FORMAT_NAMES[fmt]} data: line {number}: {reason}."
-    except OSError as os_err:
-        return f"cannot read {path!r}: {os_err.strerror or os_err}."
+    if isinstance(err, _READ_ERRORS):
+        return str(_read_error(path, err))
+    if not isinstance(err.__cause__, _READ_ERRORS):  # not a file that fails to decompress: find the bad line
+        try:
+            for number, fields in _data_lines(path):
+                reason = _bad_field(fields)
+                if reason:
+                    return f"cannot read {path!r} as {_FORMAT_NAMES[fmt]} data: line {number}: {reason}."
+        except CLIError:
+            pass  # the reader's own message below
     message = str(err).rstrip(".") + "."  # the library's messages name the file
     return message if path in message else f"cannot read {path!r}: {message}"
+
+
+def _physical_memory():
+    """Bytes of physical memory, or None where the platform does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _dense(path, X):
+    """``X`` (CSR) as a dense array; a :class:`CLIError` when that cannot fit in memory (a stray feature index)."""
+    n_bytes = X.shape[0] * X.shape[1] * X.dtype.itemsize
+    memory = _physical_memory()
+    too_big = (f"{path!r} has feature indices up to {X.shape[1]:,}: its {X.shape[0]:,} rows would take "
+               f"{n_bytes / 2**30:,.1f} GiB as dense features")
+    if memory is not None and n_bytes > memory:
+        raise CLIError(f"{too_big}, more than this machine's {memory / 2**30:,.1f} GiB of memory. Is a feature "
+                       f"index wrong?")
+    try:
+        return X.toarray()
+    except MemoryError as err:
+        raise CLIError(f"{too_big}, more than the memory available. Is a feature index wrong?") from err
 
 
 def read_ranking(path, fmt="auto", *, require_groups=True):
@@ -168,9 +223,8 @@ def read_ranking(path, fmt="auto", *, require_groups=True):
         Whether a LightGBM file needs its ``.query`` file. False reads one without it
         (``groups=None``): enough to score rows with a pointwise model.
     """
-    from sklearn.datasets import load_svmlight_file
-
     from sklearn_ltr.datasets import load_lightgbm_ranking, load_svmlight_ranking
+    from sklearn_ltr.datasets._formats import _read
 
     detected = detect_format(path)
     if fmt == "auto":
@@ -181,7 +235,7 @@ def read_ranking(path, fmt="auto", *, require_groups=True):
     query_path = path + ".query"
     try:
         if fmt == "svmlight":
-            X, y, groups = load_svmlight_ranking(path)
+            X, y, groups = load_svmlight_ranking(path, dense=False)
         elif os.path.exists(query_path) or require_groups:
             if not os.path.exists(query_path):
                 if detected == "lightgbm":
@@ -190,17 +244,17 @@ def read_ranking(path, fmt="auto", *, require_groups=True):
                     why, fix = "(--format lightgbm)", "use --format auto to read its 'qid:' query ids"
                 raise CLIError(f"{path!r} {why} is read as LightGBM data, whose query sizes (one row count per "
                                f"line) belong in {query_path!r}: that file does not exist. Write it, or {fix}.")
-            X, y, groups = load_lightgbm_ranking(path)
+            X, y, groups = load_lightgbm_ranking(path, dense=False)
         else:
-            X, y = load_svmlight_file(path, zero_based="auto")
-            X, groups = X.toarray(), None
+            X, y = _read(path, n_features=None, dtype=np.float64, zero_based="auto", query_id=False)
+            groups = None
     except CLIError:
         raise
-    except (ValueError, OSError) as err:
+    except (ValueError, *_READ_ERRORS) as err:
         raise CLIError(_parse_error(path, fmt, err)) from err
     if X.shape[0] == 0:
         raise CLIError(f"data file {path!r} holds no data rows.")
-    return RankingFile(path, fmt, np.ascontiguousarray(X), y, groups)
+    return RankingFile(path, fmt, np.ascontiguousarray(_dense(path, X)), y, groups)
 
 
 def align_features(data, n_features, *, model_name="the model"):
@@ -220,18 +274,24 @@ def align_features(data, n_features, *, model_name="the model"):
 
 
 def read_rows_of_numbers(path, n_rows, *, what, integer=False):
-    """One number per data line of ``path`` (``#`` comments and blank lines skipped), ``n_rows`` of them."""
+    """One finite number per data line of ``path`` (``#`` comments and blank lines skipped), ``n_rows`` of them.
+
+    With ``integer``, every number must be a 1-based rank (a whole number from 1 to 2**63 - 1).
+    """
     check_input(path, what)
     values = []
-    for number, fields in _data_lines(path):
+    for number, fields in _data_lines(path, what):
         if len(fields) != 1:
             raise CLIError(f"{what} {path!r}, line {number}: expected one number per line, got {len(fields)} fields.")
         try:
             value = float(fields[0])
         except ValueError:
-            raise CLIError(f"{what} {path!r}, line {number}: {fields[0]!r} is not a number.") from None
-        if integer and not (value.is_integer() and value >= 1):
-            raise CLIError(f"{what} {path!r}, line {number}: {fields[0]!r} is not a 1-based rank (1, 2, 3, ...).")
+            raise CLIError(f"{what} {path!r}, line {number}: {_short(fields[0])} is not a number.") from None
+        if not np.isfinite(value):
+            raise CLIError(f"{what} {path!r}, line {number}: {_short(fields[0])} is not a finite number.")
+        if integer and not (value.is_integer() and 1 <= value < 2**63):
+            raise CLIError(f"{what} {path!r}, line {number}: {_short(fields[0])} is not a 1-based rank "
+                           f"(1, 2, 3, ...).")
         values.append(value)
     if len(values) != n_rows:
         raise CLIError(f"{what} {path!r} has {len(values)} values, but the data file has {n_rows} rows; "
@@ -303,10 +363,7 @@ def save_model(path, estimator, **info):
 
     bundle = {"format": MODEL_FORMAT, "format_version": MODEL_FORMAT_VERSION, "sklearn_ltr_version": __version__,
               "estimator": estimator, **info}
-    try:
-        joblib.dump(bundle, path)
-    except OSError as err:
-        raise CLIError(f"cannot write model file {path!r}: {err.strerror or err}.") from err
+    write_atomically(path, lambda f: joblib.dump(bundle, f), what="model file")
 
 
 def load_model(path):
@@ -318,12 +375,22 @@ def load_model(path):
     check_input(path, "model file")
     not_ours = f"{path!r} is not a model file written by 'sklearn-ltr train'"
     try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except OSError as err:
+        raise _read_error(path, err, "model file") from err
+    try:
         bundle = joblib.load(path)
     except Exception as err:  # unpickling a foreign file can fail in any way
         raise CLIError(f"{not_ours} (loading it failed: {type(err).__name__}: {err}).") from err
     if not (isinstance(bundle, dict) and bundle.get("format") == MODEL_FORMAT and "estimator" in bundle):
         raise CLIError(f"{not_ours} (it holds a {type(bundle).__name__}, not a saved sklearn-ltr model).")
-    if bundle.get("format_version", 0) > MODEL_FORMAT_VERSION:
+    version, n_features = bundle.get("format_version", 0), bundle.get("n_features")
+    if not (isinstance(version, int) and isinstance(n_features, int) and n_features >= 1
+            and callable(getattr(bundle["estimator"], "predict", None))):
+        raise CLIError(f"model file {path!r} is damaged: it lacks a format version, a number of features or an "
+                       f"estimator with a predict method. Train the model again.")
+    if version > MODEL_FORMAT_VERSION:
         raise CLIError(f"{path!r} was written by a newer sklearn_ltr ({bundle.get('sklearn_ltr_version')}); "
                        f"upgrade sklearn_ltr (this is {__version__}) to read it.")
     if bundle.get("sklearn_ltr_version") != __version__:
@@ -333,14 +400,19 @@ def load_model(path):
 
 
 def write_scores(path, scores):
-    """One score per line (shortest exact decimal form), to ``path`` or standard output for ``-``."""
-    text = "".join(f"{score!r}\n" for score in np.asarray(scores, dtype=np.float64).tolist())
+    """One score per line (shortest exact decimal form), to ``path`` or standard output for ``-``.
+
+    NaN or infinite scores are refused (a :class:`CLIError`, nothing written): no ranking
+    can be read from them.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if not np.isfinite(scores).all():
+        bad = np.flatnonzero(~np.isfinite(scores))
+        raise CLIError(f"{len(bad):,} of {len(scores):,} scores are NaN or infinite (the first on row {bad[0] + 1}); "
+                       f"refusing to write them to {path!r}.")
+    text = "".join(f"{score!r}\n" for score in scores.tolist())
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    try:
-        with open(path, "w") as f:
-            f.write(text)
-    except OSError as err:
-        raise CLIError(f"cannot write scores to {path!r}: {err.strerror or err}.") from err
+    write_atomically(path, lambda f: f.write(text.encode("utf-8")), what="scores file")

@@ -6,9 +6,11 @@ import argparse
 import contextlib
 import os
 import sys
+import warnings
 
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._files import FORMATS
+from sklearn_ltr.exceptions import TrainingInterruptedWarning
 
 __all__ = ["build_parser", "main"]
 
@@ -20,7 +22,9 @@ Learning to rank with scikit-learn's interface, from the command line.
 Data files are SVMlight/LETOR ('<label> qid:<id> <index>:<value> ...' per line) or LightGBM
 ('<label> <index>:<value> ...' per line, query sizes in FILE.query); the format is detected
 from the first data line. User errors end with one 'sklearn-ltr: error: ...' line and exit
-status 2."""
+status 2; Ctrl-C ends with status 130. Output files are written whole or not at all, and never
+over an input. A model file is a pickle: loading one runs code stored in it, so load model
+files only from sources you trust."""
 
 _EXAMPLES = """\
 examples:
@@ -73,7 +77,11 @@ Score every row of a data file with a model saved by train: one score per line, 
 file's row order (--out - writes to standard output). A higher score ranks higher within
 its query. The file may have fewer features than the training file (sparse files omit
 trailing zeros) but not more. Models that score a row within its list (dasalc, setrank)
-need the query ids; the others can score LightGBM files without a .query file."""
+need the query ids; the others can score LightGBM files without a .query file. NaN scores are
+refused, and --out must not be the model or the data file.
+
+Loading a model file unpickles it, which runs code stored in the file: load model files only
+from sources you trust."""
 
 _EVALUATE = """\
 Ranking metrics, averaged over the queries of a labelled data file, of a model saved by
@@ -82,7 +90,15 @@ e.g. written by predict). Metrics (--metrics, comma-separated, case-insensitive)
 ndcg[@k], dcg[@k], map[@k], precision@k (p@k), mrr[@k], err[@k]. NDCG uses the
 exponential gain 2**label - 1; NDCG and MAP score a query without a relevant document 1
 (LightGBM's convention); tied scores share their gain in NDCG and DCG, and are ranked in
-file order by the other metrics."""
+file order by the other metrics.
+
+Loading a model file (--model) unpickles it, which runs code stored in the file: load model
+files only from sources you trust."""
+
+
+#: Help of every option that loads a model file.
+_MODEL_HELP = ("model file saved by train. Loading it unpickles it, which runs code stored in the file: load model "
+               "files only from sources you trust")
 
 
 def _formatter(prog):
@@ -135,7 +151,9 @@ def build_parser():
     train.add_argument("--train", required=True, metavar="FILE", help="training data file")
     train.add_argument("--valid", metavar="FILE", help="validation data file: early stopping, and its NDCG@10 "
                                                        "reported")
-    train.add_argument("--out", required=True, metavar="MODEL", help="where to save the model (joblib file)")
+    train.add_argument("--out", required=True, metavar="MODEL",
+                       help="where to save the model (joblib file; written whole or not at all, never over an input "
+                            "file); its folder must exist and be writable")
     train.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="a ranker parameter, repeatable; VALUE is a Python literal (0.05, '(64, 32)', None, "
                             "true), else a string (softmax)")
@@ -159,15 +177,17 @@ def build_parser():
 
     predict = commands.add_parser("predict", help="score every row of a data file with a saved model",
                                   description=_PREDICT, formatter_class=_formatter)
-    predict.add_argument("--model", required=True, metavar="MODEL", help="model file saved by train")
+    predict.add_argument("--model", required=True, metavar="MODEL", help=_MODEL_HELP)
     predict.add_argument("--data", required=True, metavar="FILE", help="data file to score (labels are ignored)")
-    predict.add_argument("--out", required=True, metavar="SCORES", help="scores file, or - for standard output")
+    predict.add_argument("--out", required=True, metavar="SCORES",
+                         help="scores file (written whole or not at all, never over --model or --data), or - for "
+                              "standard output")
     _add_common(predict)
 
     evaluate = commands.add_parser("evaluate", help="ranking metrics of a saved model (or scores) on a labelled file",
                                    description=_EVALUATE, formatter_class=_formatter)
     source = evaluate.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", metavar="MODEL", help="model file saved by train")
+    source.add_argument("--model", metavar="MODEL", help=_MODEL_HELP)
     source.add_argument("--scores", metavar="FILE", help="scores, one per row of --data (e.g. from predict)")
     evaluate.add_argument("--data", required=True, metavar="FILE", help="labelled data file")
     evaluate.add_argument("--metrics", default="ndcg@1,ndcg@5,ndcg@10,map@10", metavar="LIST",
@@ -184,6 +204,10 @@ def _torch_threads(n):
 
     if n is not None and n < 1:
         raise CLIError(f"--threads must be a positive integer; got {n}.")
+    most = max(64, 4 * (os.cpu_count() or 1))  # OpenMP aborts the process when asked for far too many threads
+    if n is not None and n > most:
+        raise CLIError(f"--threads {n} is far more than this machine's {os.cpu_count()} CPU cores; give at most "
+                       f"{most} (more threads than cores only slow training down).")
     before = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)
@@ -196,10 +220,16 @@ def _torch_threads(n):
 def _run(args):
     from sklearn_ltr.cli import _commands, _demo
 
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed < 2**32:
+        raise CLIError(f"--seed must be an integer from 0 to 2**32 - 1 = {2**32 - 1}; got {seed}.")
     # Idle OpenMP threads sleep instead of spinning: on a busy or small machine, spinning
     # threads of LightGBM (loaded lazily, so this still applies) slow training several times.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    with _torch_threads(getattr(args, "threads", None)):
+    # A neural ranker's fit catches Ctrl-C, keeps the partly trained model and warns: here the
+    # warning is raised as an error, so that Ctrl-C ends the command (status 130, nothing saved).
+    with _torch_threads(getattr(args, "threads", None)), warnings.catch_warnings():
+        warnings.simplefilter("error", TrainingInterruptedWarning)
         if args.command == "demo":
             _demo.run_demo(data_dir=args.data, n_queries=args.queries, quick=args.quick, seed=args.seed,
                            progress=args.progress, threads=args.threads)
@@ -219,8 +249,10 @@ def main(argv=None):
     -------
     status : int
         0 on success; 2 on a usage error or any other user error (a missing or unreadable
-        file, an unknown parameter, a parameter value the ranker rejects, ...), after one
-        ``sklearn-ltr: error: ...`` line on standard error; 130 when interrupted.
+        file, an unknown parameter, a parameter value the ranker rejects, an output that
+        would overwrite an input, ...), after one ``sklearn-ltr: error: ...`` line on
+        standard error; 130 when interrupted (Ctrl-C, also during a neural ranker's
+        training: nothing is saved); 141 when standard output is closed early (``| head``).
         ``--help`` and ``--version`` return 0.
 
     Notes
@@ -274,6 +306,11 @@ def main(argv=None):
             raise
         print(f"{_PROG}: error: {' '.join(str(err).split())}", file=sys.stderr)  # always one line
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, TrainingInterruptedWarning):
         print(f"{_PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of standard output went away (``| head``): stop quietly, as SIGPIPE does
+        # Point standard output at /dev/null, so that Python's flush at exit prints no "Exception ignored".
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

@@ -10,6 +10,7 @@ the checks and error messages that name the file.
 from __future__ import annotations
 
 import os
+import zlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +29,37 @@ def _name(path):
     return os.fspath(path) if isinstance(path, (str, os.PathLike)) else getattr(path, "name", repr(path))
 
 
+#: Compressed files that :func:`sklearn.datasets.load_svmlight_file` decompresses, by file name suffix.
+_COMPRESSION = {".gz": "gzip", ".bz2": "bzip2"}
+
+
+def _compression(path):
+    """``"gzip"`` or ``"bzip2"`` when ``path`` is a file name that is read decompressed, else None."""
+    if not isinstance(path, (str, os.PathLike)):
+        return None
+    return _COMPRESSION.get(os.path.splitext(os.fspath(path))[1].lower())
+
+
+def _decompression_error(path, err):
+    """The ValueError naming ``path`` for a ``.gz``/``.bz2`` file that does not decompress, else None.
+
+    gzip and bz2 report a truncated stream as :class:`EOFError`, a file that is not
+    compressed or is corrupt as an :class:`OSError` without an ``errno`` (``BadGzipFile``,
+    bz2's "Invalid data stream") or a :class:`zlib.error`. An ``OSError`` with an ``errno``
+    (permission denied, an I/O error) is a real I/O error, left as it is.
+    """
+    kind = _compression(path)
+    if kind is None or (isinstance(err, OSError) and err.errno is not None):
+        return None
+    suffix = os.path.splitext(os.fspath(path))[1]
+    if isinstance(err, EOFError):
+        why = "it ends before its compressed data does (truncated: a partial download or copy?)"
+    else:
+        why = (f"it is not valid {kind} data (a file that was never compressed? then remove the {suffix!r} "
+               f"from its name)")
+    return ValueError(f"could not decompress {_name(path)!r}, read as {kind} for its {suffix!r} name: {why}: {err}.")
+
+
 def _read(path, *, n_features, dtype, zero_based, query_id):
     """``load_svmlight_file`` with errors that name ``path``."""
     if isinstance(path, (str, os.PathLike)) and not os.path.exists(path):
@@ -42,6 +74,11 @@ def _read(path, *, n_features, dtype, zero_based, query_id):
             f"could not read {_name(path)!r} as an SVMlight/libsvm ranking file "
             f"('<label> [qid:<id>] <index>:<value> ...' per line): {reason}"
         ) from err
+    except (EOFError, OSError, zlib.error) as err:
+        error = _decompression_error(path, err)
+        if error is None:
+            raise
+        raise error from err
 
 
 def _finish(X, path, dense):
@@ -87,7 +124,8 @@ def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based
     ValueError
         If the file is not in SVMlight format, is empty, or has rows without ``qid:``
         (LightGBM-style files keep query sizes in a ``.query`` file instead: use
-        :func:`load_lightgbm_ranking`).
+        :func:`load_lightgbm_ranking`); or if a file named ``*.gz`` or ``*.bz2`` does not
+        decompress (truncated, or not compressed). The message names the file.
 
     See Also
     --------
@@ -223,32 +261,55 @@ def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None)
     )
 
 
+#: Largest group size the ``.query`` file may hold (LightGBM reads sizes as 64-bit integers).
+_MAX_SIZE = np.iinfo(np.int64).max
+
+
 def _read_sizes(query_path, n_rows):
+    """The group sizes of a ``.query`` file: positive integers, one per line, summing to ``n_rows``.
+
+    Every error names the file and, for a bad size, its line.
+    """
     if not os.path.exists(query_path):
         raise FileNotFoundError(
             f"query sizes file {_name(query_path)!r} not found; LightGBM-format data needs one group "
             f"size per line in a '.query' file beside it (or pass query_path)."
         )
     with open(query_path, "rb") as f:
-        tokens = f.read().split()
-    try:
-        sizes = np.array([int(token) for token in tokens], dtype=np.int64)
-    except ValueError as err:
-        raise ValueError(f"{_name(query_path)!r} must hold one integer group size per line: {err}") from err
-    if sizes.size == 0:
+        lines = f.read().splitlines()
+    sizes = []
+    for number, line in enumerate(lines, 1):
+        for token in line.split():
+            shown = token[:30].decode("utf-8", errors="replace") + ("..." if len(token) > 30 else "")
+            try:
+                # int() refuses more than 4,300 digits: a long run of digits is a (too) large integer.
+                size = int(token) if len(token) <= 100 or not token.lstrip(b"+-").isdigit() else (
+                    -1 if token.startswith(b"-") else _MAX_SIZE + 1)
+            except ValueError:
+                raise ValueError(
+                    f"query sizes file {_name(query_path)!r}, line {number}: {shown!r} is not an integer; the file "
+                    f"must hold one integer group size per line."
+                ) from None
+            if size < 1:
+                raise ValueError(
+                    f"query sizes file {_name(query_path)!r} has a non-positive size {shown} on line {number}; "
+                    f"every query needs at least one row."
+                )
+            if size > _MAX_SIZE:
+                raise ValueError(
+                    f"query sizes file {_name(query_path)!r}, line {number}: size {shown} is beyond a 64-bit "
+                    f"integer; the data file has {n_rows} rows."
+                )
+            sizes.append(size)
+    if not sizes:
         raise ValueError(f"query sizes file {_name(query_path)!r} is empty.")
-    if (sizes < 1).any():
-        bad = int(np.flatnonzero(sizes < 1)[0])
+    total = sum(sizes)  # Python integers: no overflow
+    if total != n_rows:
         raise ValueError(
-            f"query sizes file {_name(query_path)!r} has a non-positive size {sizes[bad]} on line "
-            f"{bad + 1}; every query needs at least one row."
-        )
-    if sizes.sum() != n_rows:
-        raise ValueError(
-            f"the group sizes in {_name(query_path)!r} sum to {sizes.sum()}, but the data file has "
+            f"the group sizes in {_name(query_path)!r} sum to {total}, but the data file has "
             f"{n_rows} rows; they must be equal."
         )
-    return sizes
+    return np.array(sizes, dtype=np.int64)
 
 
 def load_lightgbm_ranking(path, *, query_path=None, n_features=None, dtype=np.float64, zero_based="auto", dense=True):
@@ -286,8 +347,9 @@ def load_lightgbm_ranking(path, *, query_path=None, n_features=None, dtype=np.fl
     FileNotFoundError
         If the data file or the query file is missing.
     ValueError
-        If a file is malformed, a size is not a positive integer, or the sizes do not
-        sum to the number of rows.
+        If a file is malformed or does not decompress, a size is not a positive integer
+        that fits in 64 bits (the message names the line), or the sizes do not sum to
+        the number of rows.
 
     See Also
     --------

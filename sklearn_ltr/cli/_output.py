@@ -1,0 +1,137 @@
+"""Output files of the command line: checked before any work, written whole or not at all.
+
+Every file the command line writes (``train``'s model, ``predict``'s scores) goes through
+:func:`write_atomically`: into a temporary file beside the target, flushed to disk, then
+renamed over it, so that a failed or interrupted write (a full disk, an error of the
+serializer, Ctrl-C) leaves the previous file as it was and no fragment. Before any work,
+:func:`refuse_input_as_output` checks that the output is none of the command's inputs
+(compared after resolving symbolic links, and by inode for hard links), and
+:func:`check_output_path` that its folder exists and accepts a new file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+
+from sklearn_ltr.cli._errors import CLIError
+
+__all__ = ["check_output_path", "refuse_input_as_output", "write_atomically"]
+
+
+def _same_file(a, b):
+    """Whether paths ``a`` and ``b`` name one file: the same real path (symlinks and ``./`` resolved), or hard links."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return False
+
+
+def refuse_input_as_output(path, option, inputs):
+    """Raise :class:`CLIError` when output ``path`` (``option``) is one of ``inputs``, ``[(description, path)]``.
+
+    Paths are compared after resolving symbolic links and relative spellings, and by
+    device and inode when both exist (hard links). ``-`` (standard output) is never an input.
+    """
+    if path == "-" or not path:
+        return
+    for description, input_path in inputs:
+        if input_path is not None and _same_file(path, input_path):
+            raise CLIError(f"{option} {path!r} is {description}: writing it would destroy that input. "
+                           f"Give {option} another file name; nothing was written.")
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_output_path(path, what="output file", option="--out"):
+    """Fail before any work when ``path`` cannot be written (``-`` is standard output).
+
+    The folder must exist and accept a new file (tried by creating and removing a
+    temporary file in it, which is how :func:`write_atomically` writes), and an
+    existing file must be a writable file, not a folder.
+    """
+    if path == "-":
+        return
+    if not path:
+        raise CLIError(f"{option} is empty; give a file name for the {what}.")
+    target = os.path.realpath(path)
+    if os.path.isdir(target):
+        raise CLIError(f"{option} {path!r} is a directory; give a file name for the {what}.")
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise CLIError(f"cannot write {what} {option} {path!r}: folder {folder!r} does not exist.")
+    if os.path.exists(target) and not os.access(target, os.W_OK):
+        raise CLIError(f"cannot write {what} {option} {path!r}: the file is read-only.")
+    if _special(target):  # /dev/null, a named pipe: written in place
+        return
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp"):
+            pass
+    except OSError as err:
+        raise CLIError(f"cannot write {what} {option} {path!r}: cannot create a file in folder {folder!r} "
+                       f"({err.strerror or err}).") from err
+
+
+def _special(path):
+    """Whether ``path`` exists and is not a regular file: a device such as ``/dev/null``, a named pipe, a socket."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def write_atomically(path, write, *, what):
+    """Write the file ``path`` with ``write(binary_file)``, all or nothing.
+
+    ``write`` fills a temporary file in the target's folder, which is flushed to disk
+    and renamed over ``path`` (:func:`os.replace`, atomic on one file system): a write
+    that fails half-way (a full disk, an error of the serializer, Ctrl-C) leaves the
+    previous file byte for byte and removes the temporary file. A symbolic link at
+    ``path`` is followed: its target is replaced. The new file gets the previous file's
+    permissions, or those of a new file under the process's umask. A device or a named
+    pipe (``/dev/null``, ``/dev/stdout``) is written in place, never replaced.
+
+    Raises
+    ------
+    CLIError
+        When the file cannot be written (its ``OSError``); other errors propagate
+        after the temporary file is removed.
+    """
+    target = os.path.realpath(path)
+    if _special(target):
+        try:
+            with open(target, "wb") as f:
+                write(f)
+        except OSError as err:
+            raise CLIError(f"cannot write {what} {path!r}: {err.strerror or err}.") from err
+        return
+    folder, name = os.path.split(target)
+    try:
+        mode = os.stat(target).st_mode & 0o777
+    except OSError:
+        mode = 0o666 & ~_umask()
+    temporary = None
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=f".{name}.", suffix=".tmp", delete=False) as f:
+            temporary = f.name
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+        temporary = None
+    except OSError as err:
+        raise CLIError(f"cannot write {what} {path!r}: {err.strerror or err}; nothing was written (a previous file "
+                       f"is left as it was).") from err
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
