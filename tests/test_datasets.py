@@ -427,3 +427,17 @@ def test_simulate_clicks_positions_permute_each_query(data, w, seed):
         same = groups[:, None] == groups[None, :]
         above = y[:, None] > y[None, :]
         assert np.all((positions[:, None] < positions[None, :])[same & above])
+
+
+def test_click_probability_is_exact_and_finite_for_any_grade():
+    # (2**y - 1) / (2**y_max - 1) overflowed to nan beyond y_max = 1023; it is computed scaled.
+    from fractions import Fraction
+
+    from sklearn_ltr.datasets import click_probability
+
+    probability = click_probability([0, 1, 1000, 1999, 2000], epsilon=0.1, y_max=2000)
+    assert np.isfinite(probability).all()
+    for grade, value in zip([0, 1, 1000, 1999, 2000], probability):
+        exact = Fraction(1, 10) + Fraction(9, 10) * Fraction(2**grade - 1, 2**2000 - 1)
+        assert value == pytest.approx(float(exact), rel=1e-12, abs=1e-300)
+    np.testing.assert_allclose(click_probability([0, 1, 2, 3, 4], y_max=4), 0.1 + 0.9 * (2.0 ** np.arange(5) - 1) / 15)

@@ -16,10 +16,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._validation import check_relevance
+from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
 __all__ = ["dump_lightgbm_ranking", "dump_svmlight_ranking", "load_lightgbm_ranking", "load_svmlight_ranking"]
 
