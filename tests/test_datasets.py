@@ -437,7 +437,7 @@ def test_click_probability_is_exact_and_finite_for_any_grade():
 
     probability = click_probability([0, 1, 1000, 1999, 2000], epsilon=0.1, y_max=2000)
     assert np.isfinite(probability).all()
-    for grade, value in zip([0, 1, 1000, 1999, 2000], probability):
+    for grade, value in zip([0, 1, 1000, 1999, 2000], probability, strict=True):
         exact = Fraction(1, 10) + Fraction(9, 10) * Fraction(2**grade - 1, 2**2000 - 1)
         assert value == pytest.approx(float(exact), rel=1e-12, abs=1e-300)
     np.testing.assert_allclose(click_probability([0, 1, 2, 3, 4], y_max=4), 0.1 + 0.9 * (2.0 ** np.arange(5) - 1) / 15)

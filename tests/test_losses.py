@@ -1,5 +1,6 @@
 """Ranking losses: one contract suite over every registered loss, hand-computed values, properties."""
 
+import functools
 import inspect
 import itertools
 import math
@@ -17,6 +18,7 @@ from sklearn_ltr.losses import (
     attention_rank,
     get_loss,
     gumbel_approx_ndcg,
+    gumbel_loss,
     gumbel_neuralsort_ndcg,
     lambdarank,
     listmle,
@@ -25,6 +27,7 @@ from sklearn_ltr.losses import (
     sigmoid_cross_entropy,
     softmax_cross_entropy,
 )
+from sklearn_ltr.losses._common import gains
 
 ALL = sorted(LOSSES)
 GUMBEL = {"gumbel_approx_ndcg", "gumbel_neuralsort_ndcg"}
@@ -47,7 +50,7 @@ def call(name, scores, labels, mask=None, seed=0, **options):
 def value_and_grad(name, scores, labels, mask=None, **options):
     scores = scores.detach().clone().requires_grad_(True)
     value = call(name, scores, labels, mask, **options)
-    (grad,) = torch.autograd.grad(value, scores)
+    (grad,) = torch.autograd.grad(value.sum(), scores)  # the sum of the values with reduction="none"
     return value.detach(), grad
 
 
@@ -63,15 +66,28 @@ def softplus(x):
     return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
 
 
-def gumbel_like(shape, seed, n_samples=1):
-    """The noise the Gumbel losses draw: -log(-log(U)), U = torch.rand((n_samples, *shape))."""
-    u = torch.rand((n_samples, *shape), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-    return -torch.log(-torch.log(u))
+def gumbel_like(shape, seed, n_samples=1, dtype=torch.float64):
+    """The noise the Gumbel losses draw: -log(-log(U)), U = torch.rand((n_samples, *shape)), as float64."""
+    u = torch.rand((n_samples, *shape), generator=torch.Generator().manual_seed(seed), dtype=dtype)
+    return -torch.log(-torch.log(u)).double()
 
 
-def dcg_at(labels_in_rank_order, k=None):
+def exp_gain(label):
+    """The unscaled exponential gain 2**y - 1 (overflows from y = 1024)."""
+    return 2.0**label - 1.0
+
+
+def scaled_gain(label, top):
+    """(2**y - 1) / 2**m, m = max(top, 0), in float64 from logarithms (no 2**y anywhere)."""
+    m = max(top, 0.0)
+    if label > 0:  # 2**(y - m) * (1 - 2**-y)
+        return math.exp((label - m) * LN2 + math.log1p(-math.exp(-label * LN2)))
+    return math.exp(-m * LN2) * math.expm1(label * LN2)  # 0 for y = 0
+
+
+def dcg_at(labels_in_rank_order, k=None, gain=exp_gain):
     n = len(labels_in_rank_order) if k is None else min(k, len(labels_in_rank_order))
-    return sum((2.0 ** labels_in_rank_order[r] - 1.0) / math.log2(r + 2.0) for r in range(n))
+    return sum(gain(labels_in_rank_order[r]) / math.log2(r + 2.0) for r in range(n))
 
 
 def ndcg(scores, labels, k=None):
@@ -88,15 +104,15 @@ def hand_ranknet_pair(si, sj, yi, yj, sigma=1.0):
     return 0.5 * (1 - s_ij) * sigma * d + softplus(-sigma * d)
 
 
-def hand_approx_loss(s, y, temperature):
+def hand_approx_loss(s, y, temperature, gain=exp_gain):
     n = len(s)
     ranks = [1 + sum(sigmoid((s[j] - s[i]) / temperature) for j in range(n) if j != i) for i in range(n)]
-    idcg = dcg_at(sorted(y, reverse=True))
-    dcg = sum((2.0 ** y[i] - 1.0) / math.log2(1.0 + ranks[i]) for i in range(n))
+    idcg = dcg_at(sorted(y, reverse=True), gain=gain)
+    dcg = sum(gain(y[i]) / math.log2(1.0 + ranks[i]) for i in range(n))
     return 1.0 - dcg / idcg if idcg > 0 else 0.0
 
 
-def hand_neural_loss(s, y, tau, sinkhorn_rounds, k=None):
+def hand_neural_loss(s, y, tau, sinkhorn_rounds, k=None, gain=exp_gain):
     n = len(s)
     spread = [sum(abs(s[j] - s[m]) for m in range(n)) for j in range(n)]
     p = []
@@ -109,11 +125,11 @@ def hand_neural_loss(s, y, tau, sinkhorn_rounds, k=None):
         columns = [sum(p[r][j] for r in range(n)) for j in range(n)]
         p = [[p[r][j] / columns[j] for j in range(n)] for r in range(n)]
         p = [[v / sum(row) for v in row] for row in p]
-    gains = [2.0**v - 1.0 for v in y]
+    gains = [gain(v) for v in y]
     sorted_gains = [sum(p[r][j] * gains[j] for j in range(n)) for r in range(n)]
     top_k = n if k is None else min(k, n)
     dcg = sum(sorted_gains[r] / math.log2(r + 2.0) for r in range(top_k))
-    idcg = dcg_at(sorted(y, reverse=True), k)
+    idcg = dcg_at(sorted(y, reverse=True), k, gain=gain)
     return 1.0 - dcg / idcg if idcg > 0 else 0.0
 
 
@@ -198,6 +214,40 @@ def test_gumbel_losses_are_their_base_loss_on_perturbed_scores(name):
         options = {"sinkhorn_iters": 500, "tol": 1e-13}
     value = call(name, scores, labels, seed=7, n_samples=3, **options)
     assert value.item() == pytest.approx(expected, rel=1e-9)
+
+
+#: The Gumbel losses' values before they were defined through :func:`gumbel_loss`, on
+#: ``_random_batch(12)`` with a generator seeded with 5: (name, dtype, options, value, sum of the
+#: gradient times 1, 2, 3, ... in row-major order).
+GUMBEL_PINNED = [
+    ("gumbel_approx_ndcg", torch.float64, {}, 0.272997838163631, 0.07034137629255008),
+    (
+        "gumbel_approx_ndcg",
+        torch.float64,
+        {"n_samples": 4, "temperature": 0.5},
+        0.2854904109325779,
+        -0.04601156239189973,
+    ),
+    ("gumbel_approx_ndcg", torch.float32, {"n_samples": 3}, 0.1381651759147644, -0.06615699827671051),
+    ("gumbel_neuralsort_ndcg", torch.float64, {}, 0.24269016945686672, -0.029721954174916854),
+    (
+        "gumbel_neuralsort_ndcg",
+        torch.float64,
+        {"n_samples": 4, "k": 3, "temperature": 0.5},
+        0.40562565757025715,
+        -0.07026384146533832,
+    ),
+    ("gumbel_neuralsort_ndcg", torch.float32, {"n_samples": 3}, 0.13879729807376862, -0.013352282345294952),
+]
+
+
+@pytest.mark.parametrize(("name", "dtype", "options", "value", "weighted_grad"), GUMBEL_PINNED)
+def test_gumbel_losses_keep_their_pinned_values(name, dtype, options, value, weighted_grad):
+    scores, labels, mask = _random_batch(12, dtype=dtype)
+    got, grad = value_and_grad(name, scores, labels, mask, seed=5, **options)
+    position = torch.arange(1, grad.numel() + 1, dtype=dtype).reshape(grad.shape)
+    assert got.item() == value
+    assert (grad * position).sum().item() == weighted_grad
 
 
 def test_ranknet_ties_count_as_zero_target():
@@ -478,6 +528,154 @@ def test_neuralsort_sinkhorn_makes_the_matrix_doubly_stochastic():
     torch.testing.assert_close(matrix.sum(dim=1), mask.double())
 
 
+# ---------------------------------------------------------------- gains that cannot overflow
+
+#: The losses built on NDCG, with options under which the hand formulas above give their values.
+NDCG_TYPE = {
+    "lambdarank": {},
+    "approx_ndcg": {"temperature": 0.5},
+    # No Sinkhorn scaling: its gradient is that of the rounds run until the columns sum to 1
+    # within tol, which can differ from the converged one (the formula's, by finite differences)
+    # by 1e-4, relatively. The tests below check the scaled values with Sinkhorn apart.
+    "neuralsort_ndcg": {"sinkhorn_iters": 0},
+    "gumbel_approx_ndcg": {"temperature": 0.5, "n_samples": 2},
+    "gumbel_neuralsort_ndcg": {"sinkhorn_iters": 0, "n_samples": 2},
+}
+#: Sinkhorn run to convergence, to compare values with the formula's 500 rounds.
+SINKHORN = {"sinkhorn_iters": 500, "tol": 1e-13}
+#: Labels whose gains 2**y - 1 overflow float32 (from 128) or float64 (from 1024).
+HUGE_LABELS = [[0.0, 200.0, 0.0], [1000.0, 0.0, 1100.5], [999.0, 1000.0, 1000.5]]
+
+
+def hand_lambdarank(s, y, gain=exp_gain, sigma=1.0):
+    """LambdaRank's value and its gradient, Burges' lambdas, on one list, from the formulas."""
+    n = len(s)
+    order = sorted(range(n), key=lambda i: (-s[i], i))
+    disc = [0.0] * n
+    for rank, i in enumerate(order, start=1):
+        disc[i] = 1.0 / math.log2(1.0 + rank)
+    idcg = dcg_at(sorted(y, reverse=True), gain=gain)
+    value, grad = 0.0, [0.0] * n
+    for i, j in itertools.permutations(range(n), 2):
+        if y[i] > y[j] and idcg > 0:  # i is the more relevant one
+            weight = abs(gain(y[i]) - gain(y[j])) * abs(disc[i] - disc[j]) / idcg
+            value += weight * softplus(-sigma * (s[i] - s[j]))
+            lambda_ij = weight * sigma * sigmoid(-sigma * (s[i] - s[j]))
+            grad[i] -= lambda_ij
+            grad[j] += lambda_ij
+    return value, grad
+
+
+def reference_value_and_grad(name, s, y, gain, noise=()):
+    """float64 value and gradient of an NDCG-type loss on one list: the formulas, central differences.
+
+    ``noise``: the Gumbel draws added to the scores, one list per sample.
+    """
+    if name == "lambdarank":
+        return hand_lambdarank(s, y, gain)
+    options = NDCG_TYPE[name]
+
+    def base(v):
+        if "approx" in name:
+            return hand_approx_loss(v, y, options["temperature"], gain)
+        return hand_neural_loss(v, y, 1.0, options["sinkhorn_iters"], gain=gain)
+
+    draws = [list(g) for g in noise] or [[0.0] * len(s)]
+
+    def mean_loss(v):
+        return sum(base([a + b for a, b in zip(v, g, strict=True)]) for g in draws) / len(draws)
+
+    h = 1e-6
+    steps = [[h if m == i else 0.0 for m in range(len(s))] for i in range(len(s))]
+    grad = [
+        (mean_loss([a + b for a, b in zip(s, e, strict=True)]) - mean_loss([a - b for a, b in zip(s, e, strict=True)]))
+        / (2 * h)
+        for e in steps
+    ]
+    return mean_loss(s), grad
+
+
+def _tolerance(dtype):
+    return {"rtol": 1e-9, "atol": 1e-8} if dtype == torch.float64 else {"rtol": 1e-4, "atol": 1e-5}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gains_are_scaled_by_the_top_label_of_each_query_and_never_overflow(dtype):
+    rows = [[0.0, 1.0, 4.0, 3.5, 0.25], [0.0, 200.0, 1.0, 0.0, 5000.0], [1000.0, 0.0, 1100.5, -1.0, 999.0]]
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[1, 4] = False  # a padded label above the row's top: ignored
+    expected = [
+        [
+            scaled_gain(v, max(r for r, real in zip(row, keep, strict=True) if real)) if real else 0.0
+            for v, real in zip(row, keep, strict=True)
+        ]
+        for row, keep in zip(rows, mask.tolist(), strict=True)
+    ]
+    got = gains(t(rows, dtype), mask)
+    assert torch.isfinite(got).all()
+    tiny = torch.finfo(dtype).tiny  # gains below it may be flushed to 0, which no ratio notices
+    torch.testing.assert_close(got.double(), t(expected), rtol=1e-6 if dtype == torch.float32 else 1e-13, atol=tiny)
+    # Integer labels: the exact gains times a power of 2, here 2**-4.
+    assert (got[0, :3] * 16).tolist() == [0.0, 1.0, 15.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("y", HUGE_LABELS, ids=["0-200", "0-1000-1100.5", "999-1000.5"])
+@pytest.mark.parametrize("name", sorted(NDCG_TYPE))
+def test_ndcg_losses_with_huge_labels_match_a_float64_reference(name, y, dtype):
+    value, grad = value_and_grad(name, t([S3], dtype), t([y], dtype), seed=7, **NDCG_TYPE[name])
+    assert torch.isfinite(value) and torch.isfinite(grad).all()
+    noise = gumbel_like((1, 3), seed=7, n_samples=2, dtype=dtype)[:, 0].tolist() if name in GUMBEL else ()
+    expected, expected_grad = reference_value_and_grad(name, S3, y, functools.partial(scaled_gain, top=max(y)), noise)
+    torch.testing.assert_close(value.double(), torch.tensor(expected, dtype=torch.float64), **_tolerance(dtype))
+    torch.testing.assert_close(grad[0].double(), t(expected_grad), **_tolerance(dtype))
+    if name == "neuralsort_ndcg":  # and the value through the Sinkhorn scaling
+        value = call(name, t([S3], dtype), t([y], dtype), **SINKHORN)
+        expected = hand_neural_loss(S3, y, 1.0, 500, gain=functools.partial(scaled_gain, top=max(y)))
+        assert value.item() == pytest.approx(expected, rel=_tolerance(dtype)["rtol"])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", sorted(NDCG_TYPE))
+def test_gains_are_scaled_query_by_query(name, dtype):
+    # The second query's gains scaled by the first query's top label, 2**-1100.5, would all be 0.
+    ys = [[1000.0, 0.0, 1100.5], [2.0, 0.0, 1.0]]
+    values = call(name, t([S3, S3], dtype), t(ys, dtype), reduction="none", seed=7, **NDCG_TYPE[name])
+    noise = gumbel_like((2, 3), seed=7, n_samples=2, dtype=dtype).tolist() if name in GUMBEL else None
+    for b, y in enumerate(ys):
+        draws = [sample[b] for sample in noise] if name in GUMBEL else ()
+        expected, _ = reference_value_and_grad(name, S3, y, functools.partial(scaled_gain, top=max(y)), draws)
+        assert values[b].item() == pytest.approx(expected, rel=_tolerance(dtype)["rtol"])
+
+
+@pytest.mark.parametrize("name", sorted(NDCG_TYPE))
+@settings(max_examples=25, deadline=None)
+@given(
+    y=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 3.7, 4.0]), min_size=2, max_size=6),
+    data=st.data(),
+)
+def test_scaled_gains_give_the_values_of_the_unscaled_formula(name, y, data):
+    # Small labels, float64: the unscaled gains 2**y - 1 of the formulas, to float precision.
+    s = data.draw(st.lists(st.integers(-40, 40), min_size=len(y), max_size=len(y), unique=True))
+    s = [v / 8 for v in s]
+    value, grad = value_and_grad(name, t([s]), t([y]), seed=3, **NDCG_TYPE[name])
+    noise = gumbel_like((1, len(s)), seed=3, n_samples=2)[:, 0].tolist() if name in GUMBEL else ()
+    expected, expected_grad = reference_value_and_grad(name, s, y, exp_gain, noise)
+    torch.testing.assert_close(value, torch.tensor(expected, dtype=torch.float64), rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(grad[0], t(expected_grad), rtol=1e-7, atol=1e-9)
+    if name == "neuralsort_ndcg":  # and the value through the Sinkhorn scaling
+        expected = hand_neural_loss(s, y, 1.0, 500)
+        assert call(name, t([s]), t([y]), **SINKHORN).item() == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_huge_labels_give_finite_values_and_gradients(name):
+    scores, _, mask = _random_batch(18, dtype=torch.float32)
+    labels = t([[0, 200, 1000, 1100.5, 3, 1e6, 0]] * 4, torch.float32)
+    value, grad = value_and_grad(name, scores, labels, mask)
+    assert torch.isfinite(value) and torch.isfinite(grad).all()
+
+
 # ---------------------------------------------------------------- properties
 
 
@@ -528,6 +726,164 @@ def test_listmle_tie_order_is_reproducible_and_stable_option_is_deterministic():
     ordered = [0.5, 0.1, -0.3, 0.9]
     expected = sum(math.log(sum(math.exp(v) for v in ordered[r:])) - ordered[r] for r in range(4))
     assert listmle(scores, labels, shuffle_ties=False).item() == pytest.approx(expected, rel=1e-12)
+
+
+# ---------------------------------------------------------------- reduction and weights
+
+
+def _batch_with_an_empty_row(seed):
+    """``_random_batch`` and a fifth row with no real document, full of garbage."""
+    scores, labels, mask = _random_batch(seed)
+    scores = torch.cat([scores, torch.full_like(scores[:1], math.nan)])
+    labels = torch.cat([labels, torch.full_like(labels[:1], math.inf)])
+    return scores, labels, torch.cat([mask, torch.zeros_like(mask[:1])])
+
+
+def _base_of(name):
+    return {"gumbel_approx_ndcg": "approx_ndcg", "gumbel_neuralsort_ndcg": "neuralsort_ndcg"}.get(name, name)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_reduction_none_gives_the_value_of_each_query_alone(name):
+    options = DETERMINISTIC.get(name, {})
+    scores, labels, mask = _batch_with_an_empty_row(13)
+    values, grad = value_and_grad(name, scores, labels, mask, reduction="none", **options)
+    assert values.shape == (5,) and values.dtype == scores.dtype
+    if name in GUMBEL:  # each query alone through the base loss, on the scores the batch's noise perturbs
+        scores = scores + gumbel_like(scores.shape, seed=0)[0]
+    alone = [call(_base_of(name), scores[b : b + 1], labels[b : b + 1], mask[b : b + 1], **options) for b in range(4)]
+    torch.testing.assert_close(values[:4], torch.stack(alone), rtol=1e-10, atol=1e-12)
+    assert values[4].item() == 0.0
+    assert torch.isfinite(grad[:4]).all() and torch.all(grad[4] == 0)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_sum_mean_and_weights_reduce_the_per_query_values(name):
+    options = DETERMINISTIC.get(name, {})
+    scores, labels, mask = _batch_with_an_empty_row(14)
+    weights = t([0.5, 2.0, 0.0, 1.5, 3.0])  # the empty row's weight must not count
+
+    def reduce(**kwargs):
+        return call(name, scores, labels, mask, **options, **kwargs)
+
+    values = reduce(reduction="none")
+    close = functools.partial(torch.testing.assert_close, rtol=1e-12, atol=1e-12)
+    close(reduce(reduction="sum"), values.sum())
+    close(reduce(), values[:4].mean())
+    close(reduce(reduction="mean", weights=weights), (weights[:4] * values[:4]).sum() / weights[:4].sum())
+    close(reduce(reduction="sum", weights=weights), (weights * values).sum())
+    close(reduce(reduction="none", weights=weights), weights * values)
+    # Weights that sum to 0 over the real queries: 0, with a zero gradient.
+    value, grad = value_and_grad(name, scores, labels, mask, weights=t([0.0, 0.0, 0.0, 0.0, 1.0]), **options)
+    assert value.item() == 0.0 and torch.all(grad == 0)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_integer_weights_count_a_query_that_many_times(name):
+    options = DETERMINISTIC.get(name, {})
+    scores, labels, mask = _random_batch(15)
+    if name in GUMBEL:
+        # Lists scored 1000 apart: the noise (|g| < 40) changes neither the order nor, with the
+        # sigmoids and softmaxes saturated, the value, so the repeated rows' own draws do not matter.
+        scores = 1000.0 * torch.argsort(torch.rand(scores.shape, generator=torch.Generator().manual_seed(0)))
+        scores = scores.to(torch.float64)
+    counts = [2, 0, 1, 3]
+    rows = [b for b, count in enumerate(counts) for _ in range(count)]
+    for reduction in ("sum", "mean"):
+        weighted, grad = value_and_grad(
+            name, scores, labels, mask, reduction=reduction, weights=torch.tensor(counts), **options
+        )
+        repeated, repeated_grad = value_and_grad(
+            name, scores[rows], labels[rows], mask[rows], reduction=reduction, **options
+        )
+        torch.testing.assert_close(weighted, repeated, rtol=1e-12, atol=1e-12)
+        summed = torch.zeros_like(grad).index_add_(0, torch.tensor(rows), repeated_grad)
+        torch.testing.assert_close(grad, summed, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name", ALL)
+def test_weight_zero_takes_a_query_out(name, reduction):
+    options = DETERMINISTIC.get(name, {})
+    scores, labels, mask = _random_batch(16)
+    value, grad = value_and_grad(name, scores, labels, mask, reduction=reduction, weights=t([1, 0, 1, 1]), **options)
+    emptied = mask.clone()
+    emptied[1] = False  # same shape, so the Gumbel losses draw the same noise
+    expected, expected_grad = value_and_grad(name, scores, labels, emptied, reduction=reduction, **options)
+    torch.testing.assert_close(value, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-12, atol=1e-12)
+    assert torch.all(grad[1] == 0)
+    if name not in GUMBEL and reduction != "none":
+        kept = [0, 2, 3]
+        without = call(name, scores[kept], labels[kept], mask[kept], reduction=reduction, **options)
+        torch.testing.assert_close(value, without, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"reduction": "avg"}, ValueError, "reduction must be one of"),
+        ({"reduction": "MEAN"}, ValueError, "reduction must be one of"),
+        ({"reduction": None}, ValueError, "reduction must be one of"),
+        ({"weights": torch.ones(5)}, ValueError, r"weights must have one value per query, shape \(4,\)"),
+        ({"weights": torch.ones(4, 1)}, ValueError, "weights must have one value per query"),
+        ({"weights": torch.ones(())}, ValueError, "weights must have one value per query"),
+        ({"weights": t([1.0, math.nan, 1.0, 1.0])}, ValueError, "weights must be finite and >= 0"),
+        ({"weights": t([1.0, 1.0, math.inf, 1.0])}, ValueError, "weights must be finite and >= 0"),
+        ({"weights": t([1.0, 1.0, 1.0, -0.5])}, ValueError, r"weights must be finite and >= 0; got -0.5 for query 3"),
+        ({"weights": "heavy"}, TypeError, "weights"),
+        ({"weights": torch.ones(4, dtype=torch.complex64)}, TypeError, "weights must be real"),
+    ],
+    ids=["unknown", "case", "None", "long", "2-D", "0-D", "nan", "inf", "negative", "str", "complex"],
+)
+@pytest.mark.parametrize("name", ALL)
+def test_bad_reduction_or_weights_raise(name, options, error, match):
+    scores, labels, mask = _random_batch(11)
+    with pytest.raises(error, match=match):
+        call(name, scores, labels, mask, **options)
+
+
+# ---------------------------------------------------------------- the Gumbel wrapper
+
+
+def test_gumbel_loss_averages_any_loss_over_perturbed_scores():
+    scores, labels, mask = _random_batch(17)
+    stochastic = functools.partial(gumbel_loss, ranknet, n_samples=3)
+    values = stochastic(scores, labels, mask, generator=torch.Generator().manual_seed(4), reduction="none", sigma=2.0)
+    noise = gumbel_like(scores.shape, seed=4, n_samples=3)
+    per_sample = [ranknet(scores + g, labels, mask, reduction="none", sigma=2.0) for g in noise]
+    torch.testing.assert_close(values, torch.stack(per_sample).mean(dim=0), rtol=1e-12, atol=1e-12)
+    # A bound wrapper is a loss like any other: picklable, and get_loss binds its options.
+    bound = get_loss(pickle.loads(pickle.dumps(stochastic)), sigma=2.0)
+    again = bound(scores, labels, mask, generator=torch.Generator().manual_seed(4), weights=t([1, 1, 0, 2]))
+    torch.testing.assert_close(again, (values[0] + values[1] + 2 * values[3]) / 4, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(GUMBEL))
+def test_gumbel_losses_are_the_wrapper_around_their_base_loss(name):
+    base = LOSSES[_base_of(name)]
+    scores, labels, mask = _random_batch(19)
+    options = {"n_samples": 2, "reduction": "none", "temperature": 0.3}
+    value = call(name, scores, labels, mask, seed=2, **options)
+    wrapped = gumbel_loss(base, scores, labels, mask, generator=torch.Generator().manual_seed(2), **options)
+    assert torch.equal(value, wrapped)
+    assert pickle.loads(pickle.dumps(LOSSES[name])) is LOSSES[name]
+    bound = pickle.loads(pickle.dumps(get_loss(name, n_samples=2, temperature=0.3)))
+    assert bound.keywords == {"n_samples": 2, "temperature": 0.3}
+
+
+def test_gumbel_loss_needs_a_base_loss_with_per_query_values():
+    scores, labels, mask = _random_batch(20)
+    with pytest.raises(TypeError, match="base_loss must be a callable"):
+        gumbel_loss("ranknet", scores, labels, mask)
+
+    def scalar_only(scores, labels, mask=None, **options):
+        return scores.sum()
+
+    with pytest.raises(ValueError, match=r"one value per row with reduction='none', shape \(8,\); got \(\)"):
+        gumbel_loss(scalar_only, scores, labels, mask, n_samples=2)
+    with pytest.raises(ValueError, match="n_samples"):
+        gumbel_loss(ranknet, scores, labels, mask, n_samples=0)
 
 
 # ---------------------------------------------------------------- registry and bad input
@@ -610,3 +966,8 @@ def test_every_loss_documents_its_formula_and_reference(name):
     parameters = list(inspect.signature(LOSSES[name]).parameters.values())
     assert [p.name for p in parameters[:3]] == ["scores", "labels", "mask"]
     assert all(p.kind is p.KEYWORD_ONLY for p in parameters[3:])
+    # The reduction options, the same default for every loss, each documented.
+    defaults = {p.name: p.default for p in parameters[3:]}
+    assert defaults["reduction"] == "mean" and defaults["weights"] is None
+    assert 'reduction : {"mean", "sum", "none"}, default="mean"' in doc
+    assert "weights : torch.Tensor of shape (batch,), default=None" in doc

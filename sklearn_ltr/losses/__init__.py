@@ -1,24 +1,40 @@
-"""Ranking losses: pure torch functions over padded batches of lists.
+r"""Ranking losses: pure torch functions over padded batches of lists.
 
-Every loss has the signature ``loss(scores, labels, mask=None, **options) -> scalar tensor``
-with ``scores``, ``labels`` and ``mask`` of shape ``[batch, list]``: one row per query,
-``mask`` True for real documents. Conventions shared by all of them:
+Every loss has the signature ``loss(scores, labels, mask=None, **options) -> tensor`` with
+``scores``, ``labels`` and ``mask`` of shape ``[batch, list]``: one row per query, ``mask``
+True for real documents. Conventions shared by all of them:
 
 - Padded slots may hold any value, NaN and inf included; they never affect the value or the
   gradient (they are replaced with :func:`torch.where`, never multiplied by 0).
-- Reduction: each loss computes one value per query and returns the mean over the queries
-  of the batch (rows with at least one real document). A query with nothing to learn from
-  (no pair of different labels, no relevant document) contributes 0 and still counts, so a
-  batch's value is exactly the mean of its queries' values taken one at a time.
+- Reduction: each loss computes one value :math:`\ell_q` per query and reduces them as its
+  two keyword options say, the same for every loss:
+
+  - ``reduction="mean"`` (the default): the mean over the queries of the batch that have at
+    least one real document, a scalar. A query with nothing to learn from (no pair of
+    different labels, no relevant document) contributes 0 and still counts, so a batch's
+    value is exactly the mean of its queries' values taken one at a time.
+  - ``reduction="sum"``: their sum, a scalar.
+  - ``reduction="none"``: the ``[batch]`` tensor of the values, 0 for a row with no real
+    document.
+  - ``weights``: None, or a ``[batch]`` tensor of finite, non-negative per-query weights
+    :math:`w_q`. ``"mean"`` is then :math:`\sum_q w_q \ell_q / \sum_q w_q` over the queries
+    with a real document (0 when that sum is 0), ``"sum"`` :math:`\sum_q w_q \ell_q`, and
+    ``"none"`` :math:`w_q \ell_q`. A query of weight 0 is left out; an integer weight counts
+    a query as many times over.
+
+  A bad ``reduction`` or ``weights`` raises a ValueError that names it.
 - Gains are exponential, ``2**y - 1``, and discounts ``1 / log2(1 + rank)``, as in
-  :func:`sklearn_ltr.metrics.ndcg_score`.
+  :func:`sklearn_ltr.metrics.ndcg_score`. The losses compute each query's gains scaled by
+  ``2**-m``, with ``m`` its largest label (or 0), as ``2**(y - m) - 2**-m``: the NDCG ratios
+  do not change, and no label, however large, overflows.
 - Half-precision scores are upcast to float32 inside the loss.
 
 Losses that take no relevant document into account (ListMLE, RankNet with ties, softmax with
 ``target="softmax"``) give such lists a nonzero value; see each docstring.
 
 Use :func:`get_loss` to resolve a name (``"ranknet"``, ``"softmax"``, ...; see
-:data:`LOSSES` and :data:`ALIASES`) or a callable, with options bound.
+:data:`LOSSES` and :data:`ALIASES`) or a callable, with options bound. :func:`gumbel_loss`
+averages any loss over Gumbel-perturbed scores (the two Gumbel losses are defined with it).
 
 Examples
 --------
@@ -52,10 +68,22 @@ approx_ndcg     0.0024
 neuralsort_ndcg 0.1004
 attention_rank  1.1093
 listmle         0.5975
+
+and the same options to reduce the queries' values; here the first query counts twice:
+
+>>> ranknet = LOSSES["ranknet"]
+>>> ranknet(scores, labels, mask, reduction="none")
+tensor([0.2512, 0.4741])
+>>> weights = torch.tensor([2.0, 1.0])
+>>> round(ranknet(scores, labels, mask, weights=weights).item(), 4)  # (2 * 0.2512 + 0.4741) / 3
+0.3255
+>>> round(ranknet(scores, labels, mask, reduction="sum", weights=weights).item(), 4)
+0.9764
 """
 
 from sklearn_ltr.losses import _registry
 from sklearn_ltr.losses._approx import approx_ndcg, gumbel_approx_ndcg
+from sklearn_ltr.losses._gumbel import gumbel_loss
 from sklearn_ltr.losses._listwise import attention_rank, listmle, softmax_cross_entropy
 from sklearn_ltr.losses._neuralsort import gumbel_neuralsort_ndcg, neuralsort_ndcg
 from sklearn_ltr.losses._pairwise import lambdarank, ranknet
@@ -80,6 +108,7 @@ __all__ = [
     "attention_rank",
     "get_loss",
     "gumbel_approx_ndcg",
+    "gumbel_loss",
     "gumbel_neuralsort_ndcg",
     "lambdarank",
     "listmle",

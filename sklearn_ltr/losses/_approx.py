@@ -6,15 +6,14 @@ import torch
 
 from sklearn_ltr.losses._common import (
     check_inputs,
-    check_int,
     check_positive,
     discount,
     gains,
-    gumbel_noise,
     ideal_dcg,
-    mean_over_queries,
+    reduce_queries,
     safe_divide,
 )
+from sklearn_ltr.losses._gumbel import gumbel_loss
 
 __all__ = ["approx_ndcg", "gumbel_approx_ndcg"]
 
@@ -39,7 +38,7 @@ def _one_minus_approx_ndcg(scores, labels, mask, temperature):
     return torch.where(inverse_idcg > 0, 1.0 - dcg * inverse_idcg, 0.0)
 
 
-def approx_ndcg(scores, labels, mask=None, *, temperature=0.1):
+def approx_ndcg(scores, labels, mask=None, *, temperature=0.1, reduction="mean", weights=None):
     r"""ApproxNDCG: one minus NDCG computed with smooth ranks.
 
     Each rank, a count of the documents scored above, is replaced by a sum of sigmoids:
@@ -53,8 +52,10 @@ def approx_ndcg(scores, labels, mask=None, *, temperature=0.1):
     As :math:`T \to 0`, :math:`\hat\pi_i` tends to the true rank and the loss to 1 - NDCG
     (for distinct scores); Bruch et al. (2019) bound the gap by
     :math:`\varepsilon / (2 \ln 2)` when every :math:`|\hat\pi_i - \pi_i| \le \varepsilon`.
-    The loss is the mean of :math:`\ell_q` over queries; a query with no relevant document
-    (IDCG = 0) contributes 0.
+    By default the loss is the mean of :math:`\ell_q` over queries; a query with no relevant
+    document (IDCG = 0) contributes 0. The gains are computed as :math:`2^{y - m} - 2^{-m}`,
+    with :math:`m` the largest label of the query, which leaves the ratio unchanged and never
+    overflows.
 
     Parameters
     ----------
@@ -65,12 +66,17 @@ def approx_ndcg(scores, labels, mask=None, *, temperature=0.1):
     temperature : float, default=0.1
         Temperature :math:`T = 1 / \alpha` of the sigmoid; smaller is closer to the true
         ranks and less smooth. 0.1 is TF-Ranking's default.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar loss (1 - ApproxNDCG; near 0 for a perfect ranking with well-separated scores).
-        A single-document list gives 0.
+        Scalar loss (1 - ApproxNDCG; near 0 for a perfect ranking with well-separated scores),
+        or a ``[batch]`` tensor with ``reduction="none"``. A single-document list gives 0.
 
     References
     ----------
@@ -97,10 +103,12 @@ def approx_ndcg(scores, labels, mask=None, *, temperature=0.1):
     """
     temperature = check_positive("temperature", temperature)
     scores, labels, mask = check_inputs(scores, labels, mask)
-    return mean_over_queries(_one_minus_approx_ndcg(scores, labels, mask, temperature), mask)
+    return reduce_queries(_one_minus_approx_ndcg(scores, labels, mask, temperature), mask, reduction, weights)
 
 
-def gumbel_approx_ndcg(scores, labels, mask=None, *, temperature=0.1, n_samples=1, generator=None):
+def gumbel_approx_ndcg(
+    scores, labels, mask=None, *, temperature=0.1, n_samples=1, generator=None, reduction="mean", weights=None
+):
     r"""GumbelApproxNDCG: ApproxNDCG on scores perturbed with Gumbel noise.
 
     .. math::
@@ -109,7 +117,8 @@ def gumbel_approx_ndcg(scores, labels, mask=None, *, temperature=0.1, n_samples=
 
     Sorting :math:`s + g` draws a ranking from the Plackett-Luce distribution with logits
     :math:`s`, so the loss is a stochastic estimate of the expected ApproxNDCG loss over that
-    distribution. Each call draws fresh noise; the value is random.
+    distribution. Each call draws fresh noise; the value is random. This is
+    ``gumbel_loss(approx_ndcg, ...)``; see :func:`gumbel_loss`.
 
     Parameters
     ----------
@@ -124,11 +133,17 @@ def gumbel_approx_ndcg(scores, labels, mask=None, *, temperature=0.1, n_samples=
     generator : torch.Generator, default=None
         Source of the noise, on the scores' device; None uses torch's global generator. The
         noise is ``-log(-log(U))`` with ``U = torch.rand((n_samples, batch, list))``.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar loss. A single-document list gives 0.
+        Scalar loss (a ``[batch]`` tensor with ``reduction="none"``). A single-document list
+        gives 0.
 
     References
     ----------
@@ -153,11 +168,14 @@ def gumbel_approx_ndcg(scores, labels, mask=None, *, temperature=0.1, n_samples=
     >>> round(gumbel_approx_ndcg(torch.tensor([[100.0, 0.0]]), torch.tensor([[1.0, 0.0]])).item(), 4)
     0.0
     """
-    temperature = check_positive("temperature", temperature)
-    n_samples = check_int("n_samples", n_samples)
-    scores, labels, mask = check_inputs(scores, labels, mask)
-    noise = gumbel_noise(scores, generator, n_samples)
-    batch, length = scores.shape
-    noisy = torch.where(mask, scores + noise, 0.0).reshape(n_samples * batch, length)
-    per_query = _one_minus_approx_ndcg(noisy, labels.repeat(n_samples, 1), mask.repeat(n_samples, 1), temperature)
-    return mean_over_queries(per_query.reshape(n_samples, batch).mean(dim=0), mask)
+    return gumbel_loss(
+        approx_ndcg,
+        scores,
+        labels,
+        mask,
+        n_samples=n_samples,
+        generator=generator,
+        reduction=reduction,
+        weights=weights,
+        temperature=temperature,
+    )

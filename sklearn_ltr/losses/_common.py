@@ -1,4 +1,4 @@
-"""Helpers shared by every loss: input checks, masking, the batch reduction and NDCG pieces.
+r"""Helpers shared by every loss: input checks, masking, the batch reduction and NDCG pieces.
 
 Conventions (the same for every loss of :mod:`sklearn_ltr.losses`):
 
@@ -8,11 +8,18 @@ Conventions (the same for every loss of :mod:`sklearn_ltr.losses`):
   gradient.
 - Half-precision scores (fp16/bf16, e.g. under autocast) are upcast to float32 inside the
   loss; the gradient flows back through the cast.
-- Each loss computes one value per query (row) and returns their mean over the rows that
-  hold at least one real document. A query with nothing to learn from (no valid pair, no
-  relevant document) contributes 0 and still counts in that mean, so the value of a batch
-  is exactly the mean of the values of its queries taken one by one. Rows with no real
-  document are ignored; a batch of such rows gives 0 (with a gradient of 0).
+- Each loss computes one value :math:`\ell_q` per query (row) and reduces them with
+  :func:`reduce_queries`: ``reduction="mean"`` (the default) is the mean over the rows that
+  hold at least one real document, ``"sum"`` their sum, ``"none"`` the ``[batch]`` tensor of
+  the values (0 on rows without a real document). Per-query ``weights`` :math:`w_q \ge 0`
+  make them :math:`\sum_q w_q \ell_q / \sum_q w_q`, :math:`\sum_q w_q \ell_q` and
+  :math:`w_q \ell_q`. A query with nothing to learn from (no valid pair, no relevant
+  document) contributes 0 and still counts in the mean, so the value of a batch is exactly
+  the mean of the values of its queries taken one by one. Rows with no real document are
+  ignored; a batch of such rows gives 0 (with a gradient of 0).
+- Gains :math:`2^y - 1` are scaled by :math:`2^{-m}`, with :math:`m` the largest label of the
+  query (or 0), by :func:`gains`: NDCG and its pieces are ratios of gains, so the scale
+  cancels exactly, and the scaled gains never overflow, whatever the labels.
 """
 
 from __future__ import annotations
@@ -71,11 +78,50 @@ def check_int(name, value, minimum=1):
     return int(value)
 
 
-def mean_over_queries(per_query, mask):
-    """Mean of ``per_query`` [batch] over rows with at least one real document."""
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_weights(weights, per_query):
+    """Per-query weights as a ``[batch]`` tensor of ``per_query``'s dtype: finite and >= 0."""
+    try:
+        weights = torch.as_tensor(weights, device=per_query.device)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(
+            f"weights must be None or a tensor of per-query weights, got {type(weights).__name__}."
+        ) from err
+    if weights.is_complex():
+        raise TypeError(f"weights must be real; got {weights.dtype}.")
+    if weights.shape != per_query.shape:
+        raise ValueError(
+            f"weights must have one value per query, shape {tuple(per_query.shape)}; got {tuple(weights.shape)}."
+        )
+    weights = weights.to(per_query.dtype)
+    with torch.no_grad():
+        bad = ~(torch.isfinite(weights) & (weights >= 0))
+        if bool(bad.any()):  # one host sync, only when weights are given
+            query = int(bad.nonzero()[0, 0])
+            raise ValueError(f"weights must be finite and >= 0; got {weights[query].item()} for query {query}.")
+    return weights
+
+
+def reduce_queries(per_query, mask, reduction="mean", weights=None):
+    """Reduce the ``[batch]`` values of the queries; see the module docstring.
+
+    Rows of ``mask`` with no real document and rows of weight 0 are taken out with
+    :func:`torch.where`, so whatever they hold reaches neither the value nor the gradient.
+    """
+    if not isinstance(reduction, str) or reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {list(REDUCTIONS)}; got {reduction!r}.")
     has_docs = mask.any(dim=1)
-    per_query = torch.where(has_docs, per_query, per_query.new_zeros(()))
-    return per_query.sum() / has_docs.sum().clamp(min=1).to(per_query.dtype)
+    if weights is None:
+        weight = has_docs.to(per_query.dtype)
+    else:
+        weight = torch.where(has_docs, check_weights(weights, per_query), 0.0)
+    weighted = torch.where(weight > 0, weight * per_query, 0.0)
+    if reduction == "none":
+        return weighted
+    total = weighted.sum()
+    return total if reduction == "sum" else safe_divide(total, weight.sum())
 
 
 def safe_divide(numerator, denominator):
@@ -85,8 +131,16 @@ def safe_divide(numerator, denominator):
 
 
 def gains(labels, mask):
-    """Exponential gain ``2**y - 1``, 0 on padding."""
-    return torch.where(mask, torch.exp2(labels) - 1.0, 0.0)
+    """Exponential gains ``2**y - 1`` scaled by ``2**-m``, ``m`` the row's largest label (or 0); 0 on padding.
+
+    ``(2**y - 1) * 2**-m = 2**(y - m) - 2**-m`` lies in ``(-1, 1)`` for every finite label, so
+    it never overflows, where ``2**y`` does from ``y = 128`` in float32 (1024 in float64). Every
+    use of the gains is a ratio (NDCG, |delta NDCG|), in which the scale cancels exactly. For
+    integer labels within 24 (float32) or 53 (float64) of the top one, the scaled gains are the
+    exact gains times a power of 2, so small grades give the unscaled values bit for bit.
+    """
+    top = torch.where(mask, labels, -math.inf).amax(dim=1, keepdim=True).clamp(min=0.0)
+    return torch.where(mask, torch.exp2(labels - top) - torch.exp2(-top), 0.0)
 
 
 def discount(ranks, k=None):

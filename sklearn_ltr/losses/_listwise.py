@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from sklearn_ltr.losses._common import check_inputs, mean_over_queries, safe_divide
+from sklearn_ltr.losses._common import check_inputs, reduce_queries, safe_divide
 
 __all__ = ["attention_rank", "listmle", "softmax_cross_entropy"]
 
@@ -22,7 +22,7 @@ def _masked_log_softmax(scores, mask):
     return torch.log_softmax(torch.where(mask, scores, filler), dim=1)
 
 
-def softmax_cross_entropy(scores, labels, mask=None, *, target="linear"):
+def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reduction="mean", weights=None):
     r"""Softmax cross-entropy (ListNet's top-one loss).
 
     Cross-entropy between a target distribution over the documents of a list, built from the
@@ -36,7 +36,8 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear"):
         t_i = \frac{e^{y_i}}{\sum_k e^{y_k}} \;(\text{target="softmax"})
 
     computed with ``log_softmax`` (padding at :math:`-\infty`), so it is finite for any
-    finite scores. The loss is the mean of :math:`\ell_q` over queries.
+    finite scores, and the softmax target is computed the same way, so labels as large as
+    you like stay finite. By default the loss is the mean of :math:`\ell_q` over queries.
 
     Parameters
     ----------
@@ -50,16 +51,23 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear"):
         paper does; a list with no relevant document then has no target and contributes 0.
         ``"softmax"`` is ListNet's top-one probability of the labels (Cao et al. 2007, with
         :math:`\phi = \exp`, as in allRank); an all-zero list then has a uniform target.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar loss. A single-document list gives 0.
+        Scalar loss (a ``[batch]`` tensor with ``reduction="none"``). A single-document list
+        gives 0.
 
     Notes
     -----
     TF-Ranking weights each list by its label sum in the batch mean; here every query has
-    the same weight, like every other loss of this module.
+    the same weight, like every other loss of this module, unless ``weights`` says otherwise
+    (e.g. ``weights=labels.sum(dim=1)`` for non-negative labels).
 
     References
     ----------
@@ -98,10 +106,10 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear"):
         probabilities = torch.exp(_masked_log_softmax(labels, mask))
     log_p = _masked_log_softmax(scores, mask)
     per_doc = probabilities * torch.where(mask, log_p, 0.0)
-    return mean_over_queries(-per_doc.sum(dim=1), mask)
+    return reduce_queries(-per_doc.sum(dim=1), mask, reduction, weights)
 
 
-def listmle(scores, labels, mask=None, *, shuffle_ties=True, generator=None):
+def listmle(scores, labels, mask=None, *, shuffle_ties=True, generator=None, reduction="mean", weights=None):
     r"""ListMLE: negative log-likelihood of the label ordering under the Plackett-Luce model.
 
     With :math:`\pi` the documents sorted by decreasing label:
@@ -111,7 +119,7 @@ def listmle(scores, labels, mask=None, *, shuffle_ties=True, generator=None):
                  - \log \sum_{m=r}^{n_q} e^{s_{\pi(m)}} \Big)
 
     with the inner sums computed by ``logcumsumexp``, so the loss is finite for any finite
-    scores. The loss is the mean of :math:`\ell_q` over queries.
+    scores. By default the loss is the mean of :math:`\ell_q` over queries.
 
     Parameters
     ----------
@@ -127,11 +135,17 @@ def listmle(scores, labels, mask=None, *, shuffle_ties=True, generator=None):
     generator : torch.Generator, default=None
         Source of the random tie order, on the scores' device; None uses torch's global
         generator (so ``torch.manual_seed`` makes training reproducible).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar loss. A single-document list gives 0.
+        Scalar loss (a ``[batch]`` tensor with ``reduction="none"``). A single-document list
+        gives 0.
 
     References
     ----------
@@ -170,7 +184,7 @@ def listmle(scores, labels, mask=None, *, shuffle_ties=True, generator=None):
     ordered_mask = torch.gather(mask, 1, order)
     tail = torch.logcumsumexp(ordered.flip(1), dim=1).flip(1)
     per_position = torch.where(ordered_mask, tail - ordered, 0.0)
-    return mean_over_queries(per_position.sum(dim=1), mask)
+    return reduce_queries(per_position.sum(dim=1), mask, reduction, weights)
 
 
 def _log_sum_exp_others(scores, mask):
@@ -198,7 +212,7 @@ def _log_sum_exp_others(scores, mask):
     return torch.where(enough & mask, value, 0.0)
 
 
-def attention_rank(scores, labels, mask=None, *, complement=True):
+def attention_rank(scores, labels, mask=None, *, complement=True, reduction="mean", weights=None):
     r"""DLCM's attention rank loss (AttRank).
 
     The labels define an attention distribution over the documents with the rectified
@@ -214,8 +228,9 @@ def attention_rank(scores, labels, mask=None, *, complement=True):
 
     :math:`\log a^s_i` is a ``log_softmax`` and :math:`\log(1 - a^s_i)` is computed as
     :math:`\log \sum_{k \neq i} e^{s_k} - \log \sum_k e^{s_k}`, exactly, so the loss stays
-    finite when one score dominates. The loss is the mean of :math:`\ell_q` over queries; a
-    query with no relevant document has no attention target and contributes 0.
+    finite when one score dominates; :math:`\psi(y_i) / \sum_k \psi(y_k)` is a softmax of
+    the labels, finite for any labels. By default the loss is the mean of :math:`\ell_q` over
+    queries; a query with no relevant document has no attention target and contributes 0.
 
     Parameters
     ----------
@@ -227,11 +242,17 @@ def attention_rank(scores, labels, mask=None, *, complement=True):
         Include the :math:`(1 - a^y_i) \log(1 - a^s_i)` term of the paper's definition. False
         keeps only :math:`-\sum_i a^y_i \log a^s_i`, the softmax cross-entropy that the
         authors' released code trains with.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar loss. A single-document list gives 0 (its attention is 1 on both sides).
+        Scalar loss (a ``[batch]`` tensor with ``reduction="none"``). A single-document list
+        gives 0 (its attention is 1 on both sides).
 
     References
     ----------
@@ -267,4 +288,4 @@ def attention_rank(scores, labels, mask=None, *, complement=True):
         per_doc = per_doc + torch.where(several, (1.0 - attention) * torch.where(several, log_rest, 0.0), 0.0)
     has_target = relevant.any(dim=1)
     per_query = torch.where(has_target, -torch.where(mask, per_doc, 0.0).sum(dim=1), 0.0)
-    return mean_over_queries(per_query, mask)
+    return reduce_queries(per_query, mask, reduction, weights)

@@ -13,11 +13,11 @@ from sklearn_ltr.losses._common import (
     check_positive,
     discount,
     gains,
-    gumbel_noise,
     ideal_dcg,
-    mean_over_queries,
+    reduce_queries,
     safe_divide,
 )
+from sklearn_ltr.losses._gumbel import gumbel_loss
 
 __all__ = ["gumbel_neuralsort_ndcg", "neuralsort_ndcg"]
 
@@ -143,7 +143,18 @@ def _check_options(temperature, k, sinkhorn_iters, tol):
     )
 
 
-def neuralsort_ndcg(scores, labels, mask=None, *, temperature=1.0, k=None, sinkhorn_iters=50, tol=1e-6):
+def neuralsort_ndcg(
+    scores,
+    labels,
+    mask=None,
+    *,
+    temperature=1.0,
+    k=None,
+    sinkhorn_iters=50,
+    tol=1e-6,
+    reduction="mean",
+    weights=None,
+):
     r"""NeuralNDCG: one minus NDCG@k with the sort replaced by NeuralSort.
 
     NeuralSort (Grover et al. 2019) relaxes the permutation matrix that sorts the scores
@@ -156,8 +167,10 @@ def neuralsort_ndcg(scores, labels, mask=None, *, temperature=1.0, k=None, sinkh
                  \frac{\big(\operatorname{Sinkhorn}(\hat P)\, g\big)_r}{\log_2(1 + r)},
         \qquad g_i = 2^{y_i} - 1
 
-    As :math:`\tau \to 0` the loss tends to 1 - NDCG@k. The loss is the mean of
-    :math:`\ell_q` over queries; a query with no relevant document contributes 0.
+    As :math:`\tau \to 0` the loss tends to 1 - NDCG@k. By default the loss is the mean of
+    :math:`\ell_q` over queries; a query with no relevant document contributes 0. The gains
+    are computed as :math:`2^{y - m} - 2^{-m}`, with :math:`m` the largest label of the query,
+    which leaves the ratio unchanged and never overflows.
 
     Parameters
     ----------
@@ -175,11 +188,17 @@ def neuralsort_ndcg(scores, labels, mask=None, *, temperature=1.0, k=None, sinkh
         each and O(list) memory.
     tol : float, default=1e-6
         Sinkhorn stopping tolerance.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar loss. A single-document list gives 0.
+        Scalar loss (a ``[batch]`` tensor with ``reduction="none"``). A single-document list
+        gives 0.
 
     References
     ----------
@@ -207,7 +226,7 @@ def neuralsort_ndcg(scores, labels, mask=None, *, temperature=1.0, k=None, sinkh
     temperature, k, sinkhorn_iters, tol = _check_options(temperature, k, sinkhorn_iters, tol)
     scores, labels, mask = check_inputs(scores, labels, mask)
     per_query = _one_minus_neural_ndcg(scores, labels, mask, temperature, k, sinkhorn_iters, tol)
-    return mean_over_queries(per_query, mask)
+    return reduce_queries(per_query, mask, reduction, weights)
 
 
 def gumbel_neuralsort_ndcg(
@@ -221,6 +240,8 @@ def gumbel_neuralsort_ndcg(
     tol=1e-6,
     n_samples=1,
     generator=None,
+    reduction="mean",
+    weights=None,
 ):
     r"""Stochastic NeuralNDCG: NeuralNDCG on scores perturbed with Gumbel noise.
 
@@ -230,7 +251,8 @@ def gumbel_neuralsort_ndcg(
 
     the stochastic NeuralSort of Grover et al. (2019): sorting :math:`s + g` samples a
     ranking from the Plackett-Luce distribution with logits :math:`s`. Each call draws fresh
-    noise; the value is random.
+    noise; the value is random. This is ``gumbel_loss(neuralsort_ndcg, ...)``; see
+    :func:`gumbel_loss`.
 
     Parameters
     ----------
@@ -252,11 +274,17 @@ def gumbel_neuralsort_ndcg(
     generator : torch.Generator, default=None
         Source of the noise, on the scores' device; None uses torch's global generator. The
         noise is ``-log(-log(U))`` with ``U = torch.rand((n_samples, batch, list))``.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar loss. A single-document list gives 0.
+        Scalar loss (a ``[batch]`` tensor with ``reduction="none"``). A single-document list
+        gives 0.
 
     References
     ----------
@@ -283,19 +311,17 @@ def gumbel_neuralsort_ndcg(
     >>> round(gumbel_neuralsort_ndcg(torch.tensor([[100.0, 0.0]]), torch.tensor([[1.0, 0.0]])).item(), 4)
     0.0
     """
-    temperature, k, sinkhorn_iters, tol = _check_options(temperature, k, sinkhorn_iters, tol)
-    n_samples = check_int("n_samples", n_samples)
-    scores, labels, mask = check_inputs(scores, labels, mask)
-    noise = gumbel_noise(scores, generator, n_samples)
-    batch, length = scores.shape
-    noisy = torch.where(mask, scores + noise, 0.0).reshape(n_samples * batch, length)
-    per_query = _one_minus_neural_ndcg(
-        noisy,
-        labels.repeat(n_samples, 1),
-        mask.repeat(n_samples, 1),
-        temperature,
-        k,
-        sinkhorn_iters,
-        tol,
+    return gumbel_loss(
+        neuralsort_ndcg,
+        scores,
+        labels,
+        mask,
+        n_samples=n_samples,
+        generator=generator,
+        reduction=reduction,
+        weights=weights,
+        temperature=temperature,
+        k=k,
+        sinkhorn_iters=sinkhorn_iters,
+        tol=tol,
     )
-    return mean_over_queries(per_query.reshape(n_samples, batch).mean(dim=0), mask)

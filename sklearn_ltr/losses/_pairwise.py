@@ -12,7 +12,7 @@ from sklearn_ltr.losses._common import (
     discount,
     gains,
     ideal_dcg,
-    mean_over_queries,
+    reduce_queries,
     safe_divide,
     sort_ranks,
 )
@@ -58,7 +58,7 @@ def _pair_cost_per_query(logits, target, weight):
     return cost.sum(dim=(1, 2))
 
 
-def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True):
+def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reduction="mean", weights=None):
     r"""RankNet: logistic loss on the score difference of every pair of documents.
 
     For documents :math:`i, j` of one list with :math:`S_{ij} = \operatorname{sign}(y_i - y_j)`
@@ -72,8 +72,9 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True):
 
     where :math:`P_q` holds each unordered pair once (:math:`C_{ij} = C_{ji}`). A pair with
     tied labels has :math:`S_{ij} = 0`, target probability 1/2 and cost
-    :math:`\log(2\cosh(\sigma(s_i - s_j)/2))`, which pulls the two scores together. The
-    loss is the mean of :math:`\ell_q` over queries; a query without pairs contributes 0.
+    :math:`\log(2\cosh(\sigma(s_i - s_j)/2))`, which pulls the two scores together. By
+    default the loss is the mean of :math:`\ell_q` over queries; a query without pairs
+    contributes 0.
 
     Parameters
     ----------
@@ -89,12 +90,17 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True):
         probability 1/2 on ties). False keeps only pairs with different labels, the set
         :math:`I` over which Burges factorises the gradient into lambdas, and what LightGBM,
         TF-Ranking and allRank use.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar: mean over queries of the mean pair cost. A single-document list has no pair
-        and gives 0.
+        Scalar: mean over queries of the mean pair cost (a ``[batch]`` tensor with
+        ``reduction="none"``). A single-document list has no pair and gives 0.
 
     References
     ----------
@@ -139,10 +145,10 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True):
     logits, target, pairs = _pairwise(scores, labels, mask, sigma=sigma, ties=bool(include_ties))
     weight = pairs.to(scores.dtype)
     per_query = _pair_cost_per_query(logits, target, weight)
-    return mean_over_queries(safe_divide(per_query, weight.sum(dim=(1, 2))), mask)
+    return reduce_queries(safe_divide(per_query, weight.sum(dim=(1, 2))), mask, reduction, weights)
 
 
-def lambdarank(scores, labels, mask=None, *, sigma=1.0, k=None):
+def lambdarank(scores, labels, mask=None, *, sigma=1.0, k=None, reduction="mean", weights=None):
     r"""LambdaRank: RankNet with every pair weighted by the NDCG change of swapping it.
 
     .. math::
@@ -157,9 +163,11 @@ def lambdarank(scores, labels, mask=None, *, sigma=1.0, k=None):
     score (ties in score broken by position). The weights are constants for autograd, so the
     gradient of :math:`\ell_q` with respect to :math:`s_i` is Burges' lambda
     :math:`\lambda_i = \sum_j |\Delta \mathrm{NDCG}_{ij}|\, \partial C_{ij} / \partial s_i`.
-    Pairs are summed, not averaged, as in LambdaMART; the loss is the mean of
+    Pairs are summed, not averaged, as in LambdaMART; by default the loss is the mean of
     :math:`\ell_q` over queries. Tied labels have zero weight; a query with no relevant
-    document (ideal DCG 0) contributes 0.
+    document (ideal DCG 0) contributes 0. The gains are computed as
+    :math:`2^{y - m} - 2^{-m}`, with :math:`m` the largest label of the query, which leaves
+    :math:`|\Delta \mathrm{NDCG}_{ij}|` unchanged and never overflows.
 
     Parameters
     ----------
@@ -172,11 +180,17 @@ def lambdarank(scores, labels, mask=None, *, sigma=1.0, k=None):
     k : int, default=None
         Truncation: optimise NDCG@k (discounts past rank k are 0, so only pairs with at least
         one document in the current top k count). None uses the whole list.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar loss. A single-document list gives 0.
+        Scalar loss (a ``[batch]`` tensor with ``reduction="none"``). A single-document list
+        gives 0.
 
     References
     ----------
@@ -213,4 +227,4 @@ def lambdarank(scores, labels, mask=None, *, sigma=1.0, k=None):
         weight *= (disc[:, :, None] - disc[:, None, :]).abs_()
         weight *= inverse_idcg[:, None, None]
         weight = torch.where(pairs, weight, 0.0)
-    return mean_over_queries(_pair_cost_per_query(logits, target, weight), mask)
+    return reduce_queries(_pair_cost_per_query(logits, target, weight), mask, reduction, weights)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from sklearn_ltr.losses._common import check_inputs, check_positive, mean_over_queries, safe_divide
+from sklearn_ltr.losses._common import check_inputs, check_positive, reduce_queries, safe_divide
 
 __all__ = ["sigmoid_cross_entropy"]
 
 
-def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None):
+def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None, reduction="mean", weights=None):
     r"""Sigmoid (binary) cross-entropy of each document's score against its scaled label.
 
     Each score is the logit of the probability that its document is relevant:
@@ -25,7 +25,7 @@ def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None):
         \end{cases}
 
     computed as ``-t * logsigmoid(s) - (1 - t) * logsigmoid(-s)``, which is finite for any
-    finite score. The loss is the mean of :math:`\ell_q` over the queries of the batch.
+    finite score. By default the loss is the mean of :math:`\ell_q` over the queries of the batch.
 
     Parameters
     ----------
@@ -39,12 +39,18 @@ def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None):
         None binarises the labels (a document is relevant when its label is positive, the
         right reading of clicks). A number scales graded labels to the target
         ``y / max_label``, clipped to [0, 1] (e.g. ``max_label=4`` for 0-4 grades).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Mean or sum of the per-query values over the queries with a real document, or the
+        ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query in the reduction; None weighs every query 1.
 
     Returns
     -------
     torch.Tensor
-        Scalar: the mean over queries of the per-query mean over documents. A single-document
-        list gives that document's cross-entropy.
+        Scalar: the mean over queries of the per-query mean over documents (a ``[batch]``
+        tensor with ``reduction="none"``). A single-document list gives that document's
+        cross-entropy.
 
     References
     ----------
@@ -78,4 +84,4 @@ def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None):
     per_doc = -(target * F.logsigmoid(scores) + (1.0 - target) * F.logsigmoid(-scores))
     per_doc = torch.where(mask, per_doc, 0.0)
     n_docs = mask.sum(dim=1).to(scores.dtype)
-    return mean_over_queries(safe_divide(per_doc.sum(dim=1), n_docs), mask)
+    return reduce_queries(safe_divide(per_doc.sum(dim=1), n_docs), mask, reduction, weights)

@@ -125,7 +125,8 @@ def get_loss(loss, **options):
     >>> get_loss("ranknet", temperature=0.1)
     Traceback (most recent call last):
     ...
-    TypeError: ranknet got unexpected option(s) ['temperature']; it accepts ['sigma', 'include_ties'].
+    TypeError: ranknet got unexpected option(s) ['temperature']; it accepts ['sigma', 'include_ties', 'reduction',
+    'weights'].
     """
     if isinstance(loss, str):
         function = LOSSES[_canonical(loss)]
