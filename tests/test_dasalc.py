@@ -288,3 +288,11 @@ def test_training_memory_names_attention_and_max_list_length(data, monkeypatch):
     monkeypatch.setattr(_memory, "available_memory", lambda device: 10**6)
     with pytest.raises(MemoryError, match=r"self-attention \(1 layers x 2 heads\).*Set max_list_length=\d+"):
         DASALCRanker(**TINY, max_epochs=1).fit(X, y, qid)
+
+
+def test_diverging_fit_is_an_error_not_a_nan_model(data):
+    from sklearn_ltr.exceptions import NonFiniteLossError
+
+    X, y, qid = data
+    with pytest.raises(NonFiniteLossError, match=r"epoch \d+, batch \d+"):
+        DASALCRanker(**TINY, lr=1e8, max_epochs=3, random_state=0).fit(X, y, qid)

@@ -167,6 +167,7 @@ class NoSeedRanker(BaseRanker):
         ({"n_estimators": 0}, "'n_estimators' parameter"),
         ({"normalize": "minmax"}, "'normalize' parameter"),
         ({"estimator": NoSeedRanker()}, "no random_state parameter"),
+        ({"estimator": "dasalc"}, "'estimator' parameter of RankingEnsemble"),
     ],
 )
 def test_bad_parameters(data, params, match):

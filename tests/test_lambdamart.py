@@ -17,6 +17,7 @@ from sklearn_ltr.datasets import load_lightgbm_ranking, load_svmlight_ranking, m
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.preprocessing import Log1pTransformer
 from sklearn_ltr.rankers import LambdaMARTRanker
+from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
 SMALL = {"n_estimators": 15, "num_leaves": 7, "min_child_samples": 5, "n_jobs": 1, "random_state": 0}
 
@@ -280,3 +281,47 @@ def test_mq2008_fold1_equals_hand_sorted(data_dir):
 def test_doctests():
     results = doctest.testmod(sklearn_ltr.rankers._lambdamart, optionflags=doctest.ELLIPSIS)
     assert results.attempted > 0 and results.failed == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("num_leaves", 1), ("learning_rate", 0.0), ("learning_rate", -0.1), ("subsample", 2.0),
+        ("colsample_bytree", 0.0), ("reg_alpha", -1.0), ("reg_lambda", -1.0), ("n_estimators", 0),
+        ("lambdarank_truncation_level", 0), ("importance_type", "x"), ("min_child_samples", -1),
+        ("random_state", -1), ("random_state", "a"), ("lgbm_params", "x"), ("eval_at", (0, 5)),
+        ("label_gain", [[0, 1]]), ("early_stopping_rounds", 0),
+    ],
+)
+def test_bad_parameters_never_reach_lightgbm(interleaved, name, value, monkeypatch):
+    # Refused with the parameter's name before LightGBM trains (LightGBM would name its own alias and
+    # config_auto.cpp, or, for importance_type, train fully and then raise KeyError).
+    import lightgbm
+
+    def never(*args, **kwargs):
+        raise AssertionError("LightGBM was called")
+
+    monkeypatch.setattr(lightgbm.LGBMRanker, "fit", never)
+    with pytest.raises(InvalidParameterError, match=rf"The '{name}' parameter of LambdaMARTRanker must be"):
+        LambdaMARTRanker(**{name: value}).fit(*interleaved)
+
+
+def test_unknown_lgbm_params_key_is_an_error_with_a_suggestion(interleaved):
+    with pytest.raises(InvalidParameterError, match=r"'min_data_in_leef' \(did you mean 'min_data_in_leaf'\?\)"):
+        LambdaMARTRanker(lgbm_params={"min_data_in_leef": 5}).fit(*interleaved)
+    # Known names and aliases pass through to LightGBM.
+    LambdaMARTRanker(n_estimators=2, lgbm_params={"max_bin": 63, "bagging_seed": 3}).fit(*interleaved)
+
+
+def test_sample_weight_weighs_queries(interleaved):
+    X, y, groups = interleaved
+    plain = LambdaMARTRanker(n_estimators=5, random_state=0).fit(X, y, groups).predict(X)
+    uniform = LambdaMARTRanker(n_estimators=5, random_state=0).fit(X, y, groups, sample_weight=np.ones(len(y)))
+    np.testing.assert_array_equal(uniform.predict(X), plain)
+    first_half = np.isin(groups, np.unique(groups)[:20])
+    weights = np.where(first_half, 0.0, 1.0)
+    zeroed = LambdaMARTRanker(n_estimators=5, random_state=0, min_child_weight=0.0).fit(X, y, groups,
+                                                                                       sample_weight=weights)
+    assert not np.allclose(zeroed.predict(X), plain)
+    with pytest.raises(ValueError, match="sample_weight must be the same for every row of a query"):
+        LambdaMARTRanker(n_estimators=2).fit(X, y, groups, sample_weight=np.arange(len(y), dtype=float))

@@ -281,3 +281,12 @@ def test_invalid_input(bad):
 
 def test_check_estimator():
     check_estimator(Log1pTransformer())
+
+
+@pytest.mark.parametrize("method", ["fit", "transform", "fit_transform", "inverse_transform"])
+def test_copy_must_be_a_boolean(method):
+    # copy="yes" would otherwise count as true; "" as false (and transform in place).
+    from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="The 'copy' parameter of Log1pTransformer must be"):
+        getattr(Log1pTransformer(copy="yes"), method)(np.ones((2, 2)))
