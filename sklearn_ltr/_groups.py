@@ -267,7 +267,7 @@ def check_query_weights(sample_weight, query_groups):
     low = np.minimum.reduceat(sorted_weights, starts)
     high = np.maximum.reduceat(sorted_weights, starts)
     if (low != high).any():
-        query = query_groups.ids[np.flatnonzero(low != high)[0]]
+        query = query_groups.ids[np.flatnonzero(low != high)[0]].item()  # a Python value for the message
         raise ValueError(
             f"sample_weight must be the same for every row of a query (ranking losses weight whole "
             f"queries); query {query!r} has weights from {low[low != high][0]:g} to {high[low != high][0]:g}."

@@ -108,3 +108,32 @@ def test_groups_accepts_common_dtypes():
 def test_empty_groups_rejected():
     with pytest.raises(ValueError, match="groups is empty"):
         QueryGroups(np.array([], dtype=int))
+
+
+def test_check_query_weights_one_weight_per_query_in_query_order():
+    from sklearn_ltr._groups import check_query_weights
+
+    groups = QueryGroups(["b", "a", "b", "c", "a"])  # queries in id order: a, b, c
+    weights = check_query_weights([2.0, 0.5, 2.0, 0.0, 0.5], groups)
+    assert weights.dtype == np.float64 and weights.tolist() == [0.5, 2.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("weights", "match"),
+    [
+        ([1.0, 2.0, 3.0, 1.0, 2.0], r"same for every row of a query.*query 'b' has weights from 1 to 3"),
+        ([1.0, 1.0, 1.0], r"one weight per row of X \(5\)"),
+        ([[1.0]] * 5, r"1-D"),
+        ([1.0, np.nan, 1.0, 1.0, np.nan], "finite, non-negative"),
+        ([1.0, -1.0, 1.0, 1.0, -1.0], "finite, non-negative"),
+        (["a"] * 5, "finite, non-negative"),
+        ([0.0] * 5, "weight of zero"),
+    ],
+)
+def test_check_query_weights_errors_name_sample_weight(weights, match):
+    from sklearn_ltr._groups import check_query_weights
+
+    with pytest.raises(ValueError, match=match) as caught:
+        check_query_weights(np.array(weights, dtype=object if isinstance(weights[0], str) else None),
+                            QueryGroups(["b", "a", "b", "c", "a"]))
+    assert "sample_weight" in str(caught.value)

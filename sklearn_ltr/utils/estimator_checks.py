@@ -141,6 +141,14 @@ def _predict(estimator, X, groups, predict_extras):
         return np.asarray(estimator.predict(X, groups=groups, **predict_extras), dtype=np.float64)
 
 
+def _fitted(estimator_orig, **data_options):
+    """A fitted clone, its data ``(X, y, groups, fit_extras, predict_extras)`` and its scores of ``X``."""
+    data = _ranking_data(estimator_orig, **data_options)
+    X, y, groups, fit_extras, predict_extras = data
+    estimator = _fit(clone(estimator_orig), X, y, groups, fit_extras)
+    return estimator, data, _predict(estimator, X, groups, predict_extras)
+
+
 def _has_param(estimator, name):
     return name in estimator.get_params(deep=False)
 
@@ -232,9 +240,7 @@ def check_fit_invariant_to_query_interleaving(name, estimator_orig):
 @_documented()
 def check_predict_invariant_to_row_order(name, estimator_orig):
     """``predict`` on shuffled rows returns the shuffled scores."""
-    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
-    estimator = _fit(clone(estimator_orig), X, y, groups, fit_extras)
-    scores = _predict(estimator, X, groups, predict_extras)
+    estimator, (X, y, groups, _fit_extras, predict_extras), scores = _fitted(estimator_orig)
     permutation = np.random.default_rng(1).permutation(len(y))
     shuffled = _predict(estimator, X[permutation], groups[permutation], _take(predict_extras, permutation))
     _assert_close(shuffled, scores[permutation], f"{name}.predict depends on the order of the rows.")
@@ -261,9 +267,7 @@ def check_query_relabelling(name, estimator_orig):
 @_documented(_NEURAL)
 def check_batch_size_invariance(name, estimator_orig):
     """Predictions do not depend on how many queries go into one prediction batch."""
-    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
-    estimator = _fit(clone(estimator_orig), X, y, groups, fit_extras)
-    scores = _predict(estimator, X, groups, predict_extras)
+    estimator, (X, _y, groups, _fit_extras, predict_extras), scores = _fitted(estimator_orig)
     for batch_size in (1, 3, len(np.unique(groups)) + 1):
         estimator.set_params(batch_size=batch_size)
         _assert_close(_predict(estimator, X, groups, predict_extras), scores,
@@ -273,9 +277,7 @@ def check_batch_size_invariance(name, estimator_orig):
 @_documented()
 def check_query_alone_vs_among_others(name, estimator_orig):
     """A query scored alone gets the scores it gets in a call with other queries."""
-    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator_orig)
-    estimator = _fit(clone(estimator_orig), X, y, groups, fit_extras)
-    scores = _predict(estimator, X, groups, predict_extras)
+    estimator, (X, _y, groups, _fit_extras, predict_extras), scores = _fitted(estimator_orig)
     for query in np.unique(groups)[:4]:
         rows = np.flatnonzero(groups == query)
         alone = _predict(estimator, X[rows], groups[rows], _take(predict_extras, rows))
