@@ -345,7 +345,8 @@ def test_a_query_too_long_for_memory_is_refused_before_training(monkeypatch):
     X = np.random.default_rng(0).normal(size=(12_000, 3)).astype(np.float32)
     y = np.arange(12_000) % 3
     ranker = RankNetRanker(max_epochs=1)
-    with pytest.raises(MemoryError, match=r"12000 documents.*pairwise loss 'ranknet'.*max_list_length=\d+"):
+    message = r"12000 documents.*the loss 'ranknet' \(pairwise terms\).*max_list_length=\d+"
+    with pytest.raises(MemoryError, match=message):
         ranker.fit(X, y, np.zeros(12_000))
     assert not hasattr(ranker, "net_")
     # The advice works: with the suggested cap the same data trains (and predicts every row).

@@ -249,7 +249,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         layers, heads = self._attention_shape()
         holders = []
         if quadratic - (4 * layers * heads + (2 if layers else 0)) > 0:
-            holders.append(f"the pairwise loss {self._loss_name()!r}")
+            holders.append(f"the loss {self._loss_name()!r} (pairwise terms)")
         if layers:
             holders.append(f"self-attention ({layers} layers x {heads} heads)")
         check_training_memory(
