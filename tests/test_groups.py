@@ -137,3 +137,21 @@ def test_check_query_weights_errors_name_sample_weight(weights, match):
         check_query_weights(np.array(weights, dtype=object if isinstance(weights[0], str) else None),
                             QueryGroups(["b", "a", "b", "c", "a"]))
     assert "sample_weight" in str(caught.value)
+
+
+def test_sort_passes_none_through_and_pad_gives_a_boolean_mask():
+    groups = QueryGroups([2, 1, 2])
+    X = np.array([[0.0], [1.0], [2.0]])
+    X_sorted, nothing = groups.sort(X, None)
+    assert nothing is None and X_sorted[:, 0].tolist() == [1.0, 0.0, 2.0]
+    padded, mask = groups.pad(X[:, 0], fill_value=-1)
+    assert mask.dtype == bool and mask.tolist() == [[True, False], [True, True]]
+    assert padded.tolist() == [[1.0, -1.0], [0.0, 2.0]]
+
+
+def test_length_errors_name_both_lengths():
+    groups = QueryGroups([2, 1, 2])
+    with pytest.raises(ValueError, match=r"expected 3 values in query order, got 2"):
+        groups.unsort(np.zeros(2))
+    with pytest.raises(ValueError, match=r"values has 4 rows but groups has 3"):
+        groups.pad(np.zeros(4))
