@@ -53,6 +53,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks as _sklearn_checks
 
+from sklearn_ltr.utils._sklearn_compat import transformed_check_targets
 from sklearn_ltr.utils._tags import TARGET_KINDS, RankerTags, Tags, get_ranker_tags
 
 __all__ = [
@@ -494,17 +495,13 @@ def _click_targets(estimator):
     if _tags(estimator).target_kind != "clicks":
         yield
         return
-    original = _sklearn_checks._enforce_estimator_tags_y
 
-    def clicks(estimator, y):
-        y = original(estimator, y)
-        return (np.asarray(y) > np.min(y)).astype(np.asarray(y).dtype) if np.size(y) else y
+    def clicks(y):
+        y = np.asarray(y)
+        return (y > np.min(y)).astype(y.dtype) if y.size else y
 
-    _sklearn_checks._enforce_estimator_tags_y = clicks
-    try:
+    with transformed_check_targets(clicks):
         yield
-    finally:
-        _sklearn_checks._enforce_estimator_tags_y = original
 
 
 def _with_targets(check, estimator):
