@@ -155,3 +155,21 @@ def test_length_errors_name_both_lengths():
         groups.unsort(np.zeros(2))
     with pytest.raises(ValueError, match=r"values has 4 rows but groups has 3"):
         groups.pad(np.zeros(4))
+
+
+def test_order_within_groups_keeps_input_order_among_ties():
+    # Large enough that numpy's quicksort (introsort) is not stable by accident.
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 5, 5000)
+    key = rng.integers(0, 3, 5000).astype(float)
+    order = order_within_groups(codes, key)
+    expected = np.lexsort((np.arange(5000), -key, codes))  # by query, key descending, then input order
+    np.testing.assert_array_equal(order, expected)
+
+
+def test_check_query_weights_accepts_pandas_and_weights_below_one():
+    pd = pytest.importorskip("pandas")
+    from sklearn_ltr._groups import check_query_weights
+
+    groups = QueryGroups([1, 1, 2])
+    assert check_query_weights(pd.Series([0.5, 0.5, 0.25]), groups).tolist() == [0.5, 0.25]
