@@ -10,6 +10,10 @@ label, also where ``2**y`` overflows float64, and :func:`dcg_score` raises when
 the DCG itself does. Keyword options are checked on every call and raise
 ``InvalidParameterError`` (a ``ValueError``) naming the parameter.
 
+:func:`compare_rankings` and :func:`paired_significance` test whether one ranker beats
+another on the same queries (paired t-test, randomization test, bootstrap interval, Holm or
+Bonferroni correction).
+
 The scorers (:data:`ndcg_scorer`, :class:`NDCGScorer`, :func:`make_ranking_scorer`)
 are called as ``scorer(estimator, X, y, groups=qid)`` and request ``groups``
 through scikit-learn's metadata routing, so that model selection scores each
@@ -40,6 +44,12 @@ from sklearn_ltr.metrics._cascade import err_score
 from sklearn_ltr.metrics._dcg import dcg_score, ndcg_per_query, ndcg_score
 from sklearn_ltr.metrics._pairs import swapped_pairs
 from sklearn_ltr.metrics._scorer import NDCGScorer, RankingScorer, make_ranking_scorer
+from sklearn_ltr.metrics._significance import (
+    SignificanceResult,
+    SignificanceTable,
+    compare_rankings,
+    paired_significance,
+)
 
 # Bound here, with a ``#:`` comment, so that autodoc documents it as ``sklearn_ltr.metrics.ndcg_scorer``.
 
@@ -51,7 +61,10 @@ ndcg_scorer = _scorer.ndcg_scorer
 __all__ = [
     "NDCGScorer",
     "RankingScorer",
+    "SignificanceResult",
+    "SignificanceTable",
     "average_precision_score",
+    "compare_rankings",
     "dcg_score",
     "err_score",
     "make_ranking_scorer",
@@ -59,6 +72,7 @@ __all__ = [
     "ndcg_per_query",
     "ndcg_score",
     "ndcg_scorer",
+    "paired_significance",
     "precision_at_k",
     "swapped_pairs",
 ]

@@ -18,6 +18,38 @@ from sklearn_ltr.metrics._params import check_metric_params
 __all__ = ["average_precision_score", "mrr_score", "precision_at_k"]
 
 
+# Per-query values (in sorted query-id order) behind the public metrics, which average them;
+# the significance tests compare them query by query.
+def _ap_per_query(y_true, y_score, groups, *, k=None, empty_value=1.0):
+    """AP@k of each query and the mask of queries without a relevant document."""
+    lists = RankedLists(y_true, y_score, groups)
+    relevant = (lists.labels > 0).astype(np.float64)
+    hits = segment_cumsum(relevant, lists)
+    precision_sum = lists.per_query_sum(relevant * hits / (lists.ranks + 1.0) * lists.top_k(k))
+    n_relevant = lists.per_query_sum(relevant)
+    normaliser = n_relevant if k is None else np.minimum(n_relevant, k)
+    empty = n_relevant == 0
+    ap = np.divide(precision_sum, normaliser, out=np.zeros_like(precision_sum), where=~empty)
+    return per_query_with_empty(ap, empty, empty_value), empty
+
+
+def _precision_per_query(y_true, y_score, groups, *, k=10):
+    lists = RankedLists(y_true, y_score, groups)
+    return lists.per_query_sum((lists.labels > 0) * lists.top_k(k)) / k
+
+
+def _mrr_per_query(y_true, y_score, groups, *, k=None):
+    lists = RankedLists(y_true, y_score, groups)
+    rows = np.flatnonzero((lists.labels > 0) & lists.top_k(k))
+    query_of_row = lists.codes[rows]
+    # Rows are sorted by (query, rank): a query's first relevant row starts its run.
+    first = np.ones(rows.shape[0], dtype=bool)
+    first[1:] = query_of_row[1:] != query_of_row[:-1]
+    reciprocal = np.zeros(lists.n_queries)
+    reciprocal[query_of_row[first]] = 1.0 / (lists.ranks[rows[first]] + 1.0)
+    return reciprocal
+
+
 def average_precision_score(y_true, y_score, groups, *, k=None, empty_value=1.0):
     r"""Mean average precision (MAP@k) over queries, with binary relevance ``label > 0``.
 
@@ -69,15 +101,7 @@ def average_precision_score(y_true, y_score, groups, *, k=None, empty_value=1.0)
     0.0
     """
     check_metric_params("average_precision_score", k=k, empty_value=empty_value)
-    lists = RankedLists(y_true, y_score, groups)
-    relevant = (lists.labels > 0).astype(np.float64)
-    hits = segment_cumsum(relevant, lists)
-    precision_sum = lists.per_query_sum(relevant * hits / (lists.ranks + 1.0) * lists.top_k(k))
-    n_relevant = lists.per_query_sum(relevant)
-    normaliser = n_relevant if k is None else np.minimum(n_relevant, k)
-    empty = n_relevant == 0
-    ap = np.divide(precision_sum, normaliser, out=np.zeros_like(precision_sum), where=~empty)
-    values = per_query_with_empty(ap, empty, empty_value)
+    values, empty = _ap_per_query(y_true, y_score, groups, k=k, empty_value=empty_value)
     return mean_over_queries(values, dropped=empty if empty_value is None else None)
 
 
@@ -109,9 +133,7 @@ def precision_at_k(y_true, y_score, groups, *, k=10):
     0.1
     """
     check_metric_params("precision_at_k", k=k)
-    lists = RankedLists(y_true, y_score, groups)
-    hits = lists.per_query_sum((lists.labels > 0) * lists.top_k(k))
-    return mean_over_queries(hits / k)
+    return mean_over_queries(_precision_per_query(y_true, y_score, groups, k=k))
 
 
 def mrr_score(y_true, y_score, groups, *, k=None):
@@ -147,12 +169,4 @@ def mrr_score(y_true, y_score, groups, *, k=None):
     0.25
     """
     check_metric_params("mrr_score", k=k)
-    lists = RankedLists(y_true, y_score, groups)
-    rows = np.flatnonzero((lists.labels > 0) & lists.top_k(k))
-    query_of_row = lists.codes[rows]
-    # Rows are sorted by (query, rank): a query's first relevant row starts its run.
-    first = np.ones(rows.shape[0], dtype=bool)
-    first[1:] = query_of_row[1:] != query_of_row[:-1]
-    reciprocal = np.zeros(lists.n_queries)
-    reciprocal[query_of_row[first]] = 1.0 / (lists.ranks[rows[first]] + 1.0)
-    return mean_over_queries(reciprocal)
+    return mean_over_queries(_mrr_per_query(y_true, y_score, groups, k=k))

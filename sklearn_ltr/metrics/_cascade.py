@@ -59,6 +59,11 @@ def err_score(y_true, y_score, groups, *, k=None, max_grade=None):
     1.0
     """
     check_metric_params("err_score", k=k, max_grade=max_grade)
+    return mean_over_queries(_err_per_query(y_true, y_score, groups, k=k, max_grade=max_grade))
+
+
+def _err_per_query(y_true, y_score, groups, *, k=None, max_grade=None):
+    """ERR@k of each query, in sorted query-id order (the public metric averages them)."""
     lists = RankedLists(y_true, y_score, groups)
     top = lists.labels.max()
     if max_grade is None:
@@ -73,5 +78,4 @@ def err_score(y_true, y_score, groups, *, k=None, max_grade=None):
     reach = np.ones_like(through)
     reach[1:] = through[:-1]
     reach[lists.offsets[:-1]] = 1.0
-    per_row = reach * stop / (lists.ranks + 1.0) * lists.top_k(k)
-    return mean_over_queries(lists.per_query_sum(per_row))
+    return lists.per_query_sum(reach * stop / (lists.ranks + 1.0) * lists.top_k(k))
