@@ -25,18 +25,36 @@ True
 #: str: the version of the package, read by the build (``pyproject.toml``).
 __version__ = "0.1.0"
 
+import importlib
+
 from sklearn_ltr.base import MissingGroupsWarning
 from sklearn_ltr.metrics import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_scorer
 from sklearn_ltr.preprocessing import Log1pTransformer
-from sklearn_ltr.rankers import (
-    DASALCRanker,
-    LambdaMARTRanker,
-    MissingPositionsWarning,
-    RankingEnsemble,
-    RankNetRanker,
-    SetRankRanker,
-    TwoTowerDebiasedRanker,
+
+# The rankers load on first use (PEP 562): the neural ones import torch and skorch, which
+# LambdaMART, the metrics and the scorers do not need.
+_RANKERS = (
+    "DASALCRanker",
+    "LambdaMARTRanker",
+    "MissingPositionsWarning",
+    "RankNetRanker",
+    "RankingEnsemble",
+    "SetRankRanker",
+    "TwoTowerDebiasedRanker",
 )
+
+
+def __getattr__(name):
+    if name not in _RANKERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("sklearn_ltr.rankers"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "DASALCRanker",

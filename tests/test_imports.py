@@ -1,0 +1,40 @@
+"""``import sklearn_ltr`` loads torch and skorch only when a neural ranker is used."""
+
+import subprocess
+import sys
+
+import pytest
+
+_HEAVY = ("torch", "skorch")
+
+
+def _loaded_after(code):
+    script = f"import sys\n{code}\nprint(' '.join(m for m in {_HEAVY!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return result.stdout.split()
+
+
+def test_lightweight_imports_load_no_torch():
+    # One interpreter for all of them (each start costs about a second).
+    code = """
+import sklearn_ltr
+from sklearn_ltr import LambdaMARTRanker, Log1pTransformer, ndcg_scorer
+from sklearn_ltr.metrics import ndcg_score, compare_rankings
+from sklearn_ltr.rankers import LambdaMARTRanker, RankingEnsemble
+"""
+    assert _loaded_after(code) == []
+
+
+def test_a_neural_ranker_loads_torch_on_first_use():
+    assert _loaded_after("import sklearn_ltr\nsklearn_ltr.RankNetRanker") == list(_HEAVY)
+
+
+def test_lazy_names_behave_like_attributes():
+    import sklearn_ltr
+    from sklearn_ltr import rankers
+
+    assert set(sklearn_ltr.__all__) <= set(dir(sklearn_ltr))
+    assert set(rankers.__all__) <= set(dir(rankers))
+    assert sklearn_ltr.RankNetRanker is rankers.RankNetRanker
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchRanker'"):
+        sklearn_ltr.NoSuchRanker  # noqa: B018
