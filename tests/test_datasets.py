@@ -441,3 +441,26 @@ def test_click_probability_is_exact_and_finite_for_any_grade():
         exact = Fraction(1, 10) + Fraction(9, 10) * Fraction(2**grade - 1, 2**2000 - 1)
         assert value == pytest.approx(float(exact), rel=1e-12, abs=1e-300)
     np.testing.assert_allclose(click_probability([0, 1, 2, 3, 4], y_max=4), 0.1 + 0.9 * (2.0 ** np.arange(5) - 1) / 15)
+
+
+@pytest.mark.parametrize("writer", ["svmlight", "lightgbm"])
+def test_writers_write_whole_files_or_nothing(tmp_path, monkeypatch, writer):
+    # A write that fails half-way (here: the disk fills while flushing) leaves the previous
+    # files byte for byte and no temporary file behind.
+    import os
+
+    from sklearn_ltr.datasets import dump_lightgbm_ranking, dump_svmlight_ranking
+
+    X, y, groups = make_ranking(n_queries=4, n_features=3, random_state=0)
+    dump = dump_svmlight_ranking if writer == "svmlight" else dump_lightgbm_ranking
+    path = tmp_path / "data.txt"
+    dump(X, y, groups, path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        dump(X[:5], y[:5], groups[:5], path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

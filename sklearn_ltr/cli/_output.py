@@ -11,11 +11,11 @@ serializer, Ctrl-C) leaves the previous file as it was and no fragment. Before a
 
 from __future__ import annotations
 
-import contextlib
 import os
-import stat
 import tempfile
 
+from sklearn_ltr import _atomic
+from sklearn_ltr._atomic import is_special_file
 from sklearn_ltr.cli._errors import CLIError
 
 __all__ = ["check_output_path", "refuse_input_as_output", "write_atomically"]
@@ -45,12 +45,6 @@ def refuse_input_as_output(path, option, inputs):
                            f"Give {option} another file name; nothing was written.")
 
 
-def _umask():
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def check_output_path(path, what="output file", option="--out"):
     """Fail before any work when ``path`` cannot be written (``-`` is standard output).
 
@@ -70,7 +64,7 @@ def check_output_path(path, what="output file", option="--out"):
         raise CLIError(f"cannot write {what} {option} {path!r}: folder {folder!r} does not exist.")
     if os.path.exists(target) and not os.access(target, os.W_OK):
         raise CLIError(f"cannot write {what} {option} {path!r}: the file is read-only.")
-    if _special(target):  # /dev/null, a named pipe: written in place
+    if is_special_file(target):  # /dev/null, a named pipe: written in place
         return
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp"):
@@ -80,24 +74,8 @@ def check_output_path(path, what="output file", option="--out"):
                        f"({err.strerror or err}).") from err
 
 
-def _special(path):
-    """Whether ``path`` exists and is not a regular file: a device such as ``/dev/null``, a named pipe, a socket."""
-    try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
 def write_atomically(path, write, *, what):
-    """Write the file ``path`` with ``write(binary_file)``, all or nothing.
-
-    ``write`` fills a temporary file in the target's folder, which is flushed to disk
-    and renamed over ``path`` (:func:`os.replace`, atomic on one file system): a write
-    that fails half-way (a full disk, an error of the serializer, Ctrl-C) leaves the
-    previous file byte for byte and removes the temporary file. A symbolic link at
-    ``path`` is followed: its target is replaced. The new file gets the previous file's
-    permissions, or those of a new file under the process's umask. A device or a named
-    pipe (``/dev/null``, ``/dev/stdout``) is written in place, never replaced.
+    """Write ``path`` all or nothing (:func:`sklearn_ltr._atomic.write_atomically`).
 
     Raises
     ------
@@ -105,33 +83,11 @@ def write_atomically(path, write, *, what):
         When the file cannot be written (its ``OSError``); other errors propagate
         after the temporary file is removed.
     """
-    target = os.path.realpath(path)
-    if _special(target):
-        try:
-            with open(target, "wb") as f:
-                write(f)
-        except OSError as err:
-            raise CLIError(f"cannot write {what} {path!r}: {err.strerror or err}.") from err
-        return
-    folder, name = os.path.split(target)
+    special = is_special_file(os.path.realpath(path))
     try:
-        mode = os.stat(target).st_mode & 0o777
-    except OSError:
-        mode = 0o666 & ~_umask()
-    temporary = None
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=f".{name}.", suffix=".tmp", delete=False) as f:
-            temporary = f.name
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-        temporary = None
+        _atomic.write_atomically(path, write)
     except OSError as err:
+        if special:
+            raise CLIError(f"cannot write {what} {path!r}: {err.strerror or err}.") from err
         raise CLIError(f"cannot write {what} {path!r}: {err.strerror or err}; nothing was written (a previous file "
                        f"is left as it was).") from err
-    finally:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)

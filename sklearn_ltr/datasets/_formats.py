@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 from sklearn.utils import check_array
 
+from sklearn_ltr._atomic import write_atomically
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
@@ -193,7 +194,8 @@ def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None)
     input order), so that each query's rows are contiguous, as the LETOR convention and
     tools such as SVMrank expect. Reading the file back therefore returns the rows in
     ``sklearn_ltr`` query order, not necessarily in input order. Zero feature values are
-    not written (the format is sparse); pass ``n_features`` when reading back.
+    not written (the format is sparse); pass ``n_features`` when reading back. The file is
+    written whole or not at all: an error half-way leaves a previous file intact.
 
     Parameters
     ----------
@@ -251,14 +253,9 @@ def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None)
             "map them to integers first, e.g. groups = np.unique(groups, return_inverse=True)[1]."
         )
     qid = qg.ids[qg.codes].astype(np.int64)
-    dump_svmlight_file(
-        X[qg.order],
-        _labels(y)[qg.order],
-        os.fspath(path),
-        zero_based=zero_based,
-        comment=comment,
-        query_id=qid[qg.order],
-    )
+    write_atomically(path, lambda f: dump_svmlight_file(
+        X[qg.order], _labels(y)[qg.order], f, zero_based=zero_based, comment=comment, query_id=qid[qg.order],
+    ))
 
 
 #: Largest group size the ``.query`` file may hold (LightGBM reads sizes as 64-bit integers).
@@ -384,6 +381,8 @@ def load_lightgbm_ranking(path, *, query_path=None, n_features=None, dtype=np.fl
 def dump_lightgbm_ranking(X, y, groups, path, *, query_path=None, zero_based=False):
     """Write LightGBM ranking data: a libsvm file and its ``.query`` group sizes file.
 
+    Each file is written whole or not at all: an error half-way leaves a previous file intact.
+
     Rows are written **sorted by query** (queries in sorted id order, a stable sort
     that keeps each query's rows in input order), since LightGBM needs each query's rows
     contiguous. The ids themselves are not stored: :func:`load_lightgbm_ranking` numbers
@@ -434,6 +433,7 @@ def dump_lightgbm_ranking(X, y, groups, path, *, query_path=None, zero_based=Fal
     X, y, qg = _check_dump(X, y, groups)
     if query_path is None:
         query_path = os.fspath(path) + ".query"
-    dump_svmlight_file(X[qg.order], _labels(y)[qg.order], os.fspath(path), zero_based=zero_based)
-    with open(query_path, "w") as f:
-        f.writelines(f"{size}\n" for size in qg.sizes)
+    # Each file is written whole or not at all: an error half-way leaves any previous file intact.
+    write_atomically(path, lambda f: dump_svmlight_file(X[qg.order], _labels(y)[qg.order], f, zero_based=zero_based))
+    sizes = "".join(f"{size}\n" for size in qg.sizes).encode()
+    write_atomically(query_path, lambda f: f.write(sizes))
