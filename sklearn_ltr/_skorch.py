@@ -173,10 +173,7 @@ class RankingNet(NeuralNet):
             return super().infer(x, **fit_params)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
-        weights = X.get("weights")
-        if weights is None:
-            return self.criterion_(y_pred, y_true, X["mask"])
-        return self.criterion_(y_pred, y_true, X["mask"], weights=weights)
+        return self.criterion_(y_pred, y_true, X["mask"], weights=X.get("weights"))
 
     def _check_finite(self, loss, where):
         # One scalar per batch: skorch reads it with .item() for the history anyway.

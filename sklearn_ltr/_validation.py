@@ -9,13 +9,11 @@ which raises :class:`~sklearn.utils._param_validation.InvalidParameterError` (a
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 
-from sklearn_ltr.utils._sklearn_compat import Interval, check_parameters
+from sklearn_ltr.utils._sklearn_compat import Interval
 
-__all__ = ["NumberInterval", "check_k", "check_relevance", "check_scores"]
+__all__ = ["NumberInterval", "check_relevance", "check_scores"]
 
 
 class NumberInterval(Interval):
@@ -87,12 +85,3 @@ def check_relevance(y, *, name="y_true", integer=False):
     if integer and not np.array_equal(y, np.round(y)):
         raise ValueError(f"{name} must hold whole-number relevance grades 0, 1, 2, ...; got non-integer values.")
     return y
-
-
-def check_k(k, *, name="k", owner="check_k"):
-    """Validate a cut-off: ``None`` (whole list) or an integer >= 1; return it as ``int`` or ``None``.
-
-    Raises :class:`InvalidParameterError` (a ``ValueError``) naming ``name`` and ``owner``.
-    """
-    check_parameters(owner, {name: [NumberInterval(Integral, 1, None, closed="left"), None]}, {name: k})
-    return None if k is None else int(k)

@@ -23,9 +23,6 @@ from sklearn_ltr.utils._sklearn_compat import (
 
 __all__ = ["RankingEnsemble", "normalize_scores"]
 
-NORMALIZATIONS = (None, "zscore", "rank")
-
-
 def normalize_scores(scores, query_groups, method):
     r"""Normalise scores within each query, vectorised over all queries.
 

@@ -159,16 +159,20 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             **self._net_extras(),
         )
 
+    def _loss_quadratic(self):
+        """``[L, L]`` tensors per list that the training loss holds (0 for a loss linear in ``L``)."""
+        loss = getattr(self, "loss", None)
+        if loss is None:
+            return 0
+        function = get_loss(loss) if isinstance(loss, str) else loss
+        samples = (self.loss_params or {}).get("n_samples", 1)
+        return _LOSS_QUADRATIC.get(getattr(function, "__name__", ""), 0) * samples
+
     def _memory_terms(self, n_features, *, training):
         """``(quadratic, linear)`` float32 values per list and per document of one batch."""
         layers, heads = self._attention_shape()
         if training:
-            quadratic = 4 * layers * heads + (2 if layers else 0)
-            loss = getattr(self, "loss", None)
-            if loss is not None:
-                function = get_loss(loss) if isinstance(loss, str) else loss
-                samples = (self.loss_params or {}).get("n_samples", 1)
-                quadratic += _LOSS_QUADRATIC.get(getattr(function, "__name__", ""), 0) * samples
+            quadratic = 4 * layers * heads + (2 if layers else 0) + self._loss_quadratic()
             linear = 2 * n_features + 6 * self._activation_width()
         else:
             quadratic = 2 * heads + 1 if layers else 0
@@ -248,7 +252,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         quadratic, linear = self._memory_terms(n_features, training=True)
         layers, heads = self._attention_shape()
         holders = []
-        if quadratic - (4 * layers * heads + (2 if layers else 0)) > 0:
+        if self._loss_quadratic():
             holders.append(f"the loss {self._loss_name()!r} (pairwise terms)")
         if layers:
             holders.append(f"self-attention ({layers} layers x {heads} heads)")
