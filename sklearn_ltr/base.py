@@ -182,6 +182,10 @@ class RankerMixin:
         tags.target_tags.multi_output = False
         return tags
 
+    def _query_column(self):
+        """The column of ``X`` holding the query ids (the ``query_column`` parameter), or ``None``."""
+        return getattr(self, "query_column", None)
+
     def score(self, X, y, groups=None, sample_weight=None, **predict_params):
         """Mean NDCG@10 over the queries of ``X``.
 
@@ -194,12 +198,14 @@ class RankerMixin:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Rows to rank.
+            Rows to rank (with the query id column when the ranker has a
+            ``query_column``).
         y : array-like of shape (n_samples,)
             Graded relevance labels.
         groups : array-like of shape (n_samples,), default=None
-            Query id of each row. ``None`` scores all rows as one query, with a
-            :class:`MissingGroupsWarning`.
+            Query id of each row. Required unless the ranker reads the ids from
+            ``X`` (``query_column``): ``None`` then raises a ``ValueError``, since
+            scoring all rows as one query would give a wrong number.
         sample_weight : None
             Not supported: must be ``None``. It is in the signature because
             ``Pipeline.score`` passes it under metadata routing.
@@ -212,6 +218,7 @@ class RankerMixin:
         score : float
             Mean NDCG@10 over queries.
         """
+        from sklearn_ltr._query_column import resolve_query_column
         from sklearn_ltr.metrics import ndcg_score
 
         if sample_weight is not None:
@@ -219,10 +226,28 @@ class RankerMixin:
                 f"{type(self).__name__}.score does not support sample_weight; NDCG averages "
                 f"queries with equal weight. Pass sample_weight=None."
             )
+        query_column = self._query_column()
+        if query_column is not None:
+            _, groups = resolve_query_column(X, groups, query_column, owner=type(self).__name__, method="score")
+        elif groups is None:
+            validate = getattr(self, "_validate_predict_data", None)
+            if validate is not None:  # a wrong X is reported first, as scikit-learn's checks expect
+                validate(X)
+            raise ValueError(_missing_query_ids_message(f"{type(self).__name__}.score"))
         y_score = self.predict(X, groups=groups, **predict_params)
-        if groups is None:
-            groups = resolve_groups(None, len(y_score), method="score", stacklevel=2).codes
         return float(ndcg_score(y, y_score, groups, k=SCORE_K))
+
+
+def _missing_query_ids_message(name):
+    """The error of a score asked without query ids: it names the three ways to give them."""
+    return (
+        f"{name} needs the query id of every row, but got groups=None: scoring all rows as one query would "
+        f"give a wrong number. Pass groups=<one query id per row>. Inside GridSearchCV, cross_validate or "
+        f"cross_val_score, call sklearn.set_config(enable_metadata_routing=True) and pass groups to fit "
+        f"(search.fit(X, y, groups=qid)) or params={{'groups': qid}}. For tools that cannot route query ids "
+        f"(permutation_importance, cross_val_predict, OptunaSearchCV), keep the ids in a column of X and "
+        f"construct the ranker with query_column=<that column>."
+    )
 
 
 class BaseRanker(RankerMixin, BaseEstimator):
@@ -272,8 +297,18 @@ class BaseRanker(RankerMixin, BaseEstimator):
             "ensure_all_finite": "allow-nan" if self._allow_nan else True,
         }
 
+    def _split_query_column(self, X, groups, *, method):
+        """``X`` without its query column and the ids read from it (unchanged without ``query_column``)."""
+        from sklearn_ltr._query_column import resolve_query_column
+
+        return resolve_query_column(X, groups, self._query_column(), owner=type(self).__name__, method=method)
+
     def _validate_fit_data(self, X, y, groups, *, method="fit", stacklevel=3):
         """Validate training data; set ``n_features_in_`` and ``feature_names_in_``.
+
+        With a ``query_column``, the ids come from that column of ``X``, which is
+        dropped: ``n_features_in_`` and ``feature_names_in_`` describe the features
+        the model uses, without the query column.
 
         Returns
         -------
@@ -285,6 +320,7 @@ class BaseRanker(RankerMixin, BaseEstimator):
         query_groups : QueryGroups
             The query index of ``groups`` (one query if ``groups`` is None).
         """
+        X, groups = self._split_query_column(X, groups, method=method)
         X, y = validate_data(self, X, y, reset=True, y_numeric=True, **self._check_X_kwargs())
         y = check_relevance(y, name="y", integer=self._integer_labels)
         query_groups = resolve_groups(groups, X.shape[0], method=method, stacklevel=stacklevel)
@@ -294,10 +330,15 @@ class BaseRanker(RankerMixin, BaseEstimator):
         """Validate more rows (validation or test) against the features seen in ``fit``."""
         return validate_data(self, X, reset=False, **self._check_X_kwargs())
 
-    def _validate_predict_data(self, X, groups=None):
-        """Check the ranker is fitted; validate ``X`` and the length of ``groups``."""
+    def _validate_predict_data(self, X, groups=None, *, return_groups=False):
+        """Check the ranker is fitted; validate ``X`` and the length of ``groups``.
+
+        Returns ``X`` (without the query column), or ``(X, groups)`` with
+        ``return_groups=True``, ``groups`` then read from the query column if there is one.
+        """
         check_is_fitted(self)
+        X, groups = self._split_query_column(X, groups, method="predict")
         X = self._validate_X(X)
         if groups is not None:
-            check_groups(groups, X.shape[0])
-        return X
+            groups = check_groups(groups, X.shape[0])
+        return (X, groups) if return_groups else X

@@ -101,9 +101,10 @@ def test_groups_none_is_one_query_with_warning(data):
     with pytest.warns(MissingGroupsWarning, match=r"ONE query.*enable_metadata_routing=True"):
         ranker = RecordingRanker().fit(X, y)
     assert ranker.n_queries_ == 1
-    with pytest.warns(MissingGroupsWarning, match="groups=None in score"):
-        one_query = ranker.score(X, y)
-    assert one_query == ndcg_score(y, ranker.predict(X), np.zeros(len(y)), k=10)
+    # score never computes a one-query number: missing query ids are an error there.
+    with pytest.raises(ValueError, match=r"RecordingRanker.score needs the query id.*query_column="):
+        ranker.score(X, y)
+    assert ranker.score(X, y, np.zeros(len(y))) == ndcg_score(y, ranker.predict(X), np.zeros(len(y)), k=10)
     # With routing on, the hint about set_config is dropped but the warning stays.
     with sklearn.config_context(enable_metadata_routing=True):
         with pytest.warns(MissingGroupsWarning) as record:

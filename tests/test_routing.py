@@ -190,16 +190,18 @@ def test_without_routing_the_scorer_fails(data):
         )  # fmt: skip
 
 
-def test_without_routing_default_score_warns(data):
-    """scoring=None falls back to RankerMixin.score, which warns that it scored a fold as one query."""
+def test_without_routing_default_score_refuses(data):
+    """scoring=None falls back to RankerMixin.score, which refuses a fold without query ids: never a number."""
     X, y, groups = data
-    search = GridSearchCV(SpyRanker(), {"num_leaves": [3]}, cv=CV)
+    search = GridSearchCV(SpyRanker(), {"num_leaves": [3]}, cv=CV, error_score="raise")
+    with pytest.raises(ValueError, match=r"SpyRanker.score needs the query id.*enable_metadata_routing=True"):
+        search.fit(X, y, groups=groups)
+    # With scikit-learn's default error_score=nan the failure becomes NaN scores and warnings, not a number.
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        search.fit(X, y, groups=groups)
-    messages = [str(w.message) for w in record if w.category is MissingGroupsWarning]
-    assert any(m.startswith("groups=None in score") and "enable_metadata_routing=True" in m for m in messages)
-    assert any(m.startswith("groups=None in fit") for m in messages)
+        search = GridSearchCV(SpyRanker(), {"num_leaves": [3]}, cv=CV).fit(X, y, groups=groups)
+    assert np.isnan(search.cv_results_["mean_test_score"]).all()
+    assert any("needs the query id" in str(w.message) for w in record)
 
 
 def test_pipeline_score_under_routing(data, routing):

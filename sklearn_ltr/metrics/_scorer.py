@@ -55,7 +55,9 @@ _NO_GROUPS = (
     "{name} needs the query id of every test row, but got groups=None. Inside GridSearchCV, "
     "cross_validate or cross_val_score, call sklearn.set_config(enable_metadata_routing=True) "
     "and pass groups to fit (search.fit(X, y, groups=qid)) or params={{'groups': qid}}; "
-    "called directly, use scorer(estimator, X, y, groups=qid)."
+    "called directly, use scorer(estimator, X, y, groups=qid). For tools that cannot route query ids "
+    "(permutation_importance, cross_val_predict, OptunaSearchCV), keep the ids in a column of X and construct "
+    "the ranker with query_column=<that column>."
 )
 
 
@@ -164,9 +166,10 @@ class RankingScorer:
             Rows to rank.
         y_true : array-like of shape (n_samples,)
             Relevance grades.
-        groups : array-like of shape (n_samples,)
-            Query id of each row. Required: ``None`` raises a ``ValueError`` that
-            says how to enable metadata routing.
+        groups : array-like of shape (n_samples,), default=None
+            Query id of each row. Required unless the estimator (or a Pipeline's
+            last step) reads them from ``X`` through its ``query_column``; else
+            ``None`` raises a ``ValueError`` that says how to enable metadata routing.
         sample_weight : None
             Not supported: must be ``None``.
 
@@ -175,6 +178,11 @@ class RankingScorer:
         score : float
             The metric; greater is better.
         """
+        if groups is None:
+            # A ranker with a query_column (alone or last in a Pipeline) carries the ids in X.
+            from sklearn_ltr._query_column import query_ids_from_X
+
+            groups = query_ids_from_X(estimator, X)
         if groups is None:
             raise ValueError(_NO_GROUPS.format(name=repr(self)))
         if sample_weight is not None:

@@ -12,6 +12,7 @@ from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, proces
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_ltr._groups import order_within_groups
+from sklearn_ltr._query_column import query_column_of, query_ids_from_X
 from sklearn_ltr.base import BaseRanker, resolve_groups
 from sklearn_ltr.utils._sklearn_compat import (
     HasMethods,
@@ -174,6 +175,10 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
         self.normalize = normalize
         self.random_state = random_state
 
+    def _query_column(self):
+        # The members read the query ids from X; the ensemble reads them from the same column.
+        return query_column_of(self._base())
+
     def _base(self):
         if self.estimator is None:
             from sklearn_ltr.rankers._dasalc import DASALCRanker
@@ -262,6 +267,8 @@ class RankingEnsemble(MetaEstimatorMixin, BaseRanker):
         params = self._member_params("predict", groups, predict_params)
         scores = [member.predict(X, **params) for member in self.estimators_]
         if self.normalize is not None:
+            if self._query_column() is not None:
+                groups = query_ids_from_X(self._base(), X)
             query_groups = resolve_groups(groups, len(scores[0]), method="predict")
             scores = [normalize_scores(s, query_groups, self.normalize) for s in scores]
         return np.mean(scores, axis=0)

@@ -8,6 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from sklearn_ltr._groups import QueryGroups, check_query_weights
+from sklearn_ltr._query_column import QUERY_COLUMN_CONSTRAINTS, document_query_column
 from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.base import BaseRanker
 from sklearn_ltr.rankers import _lambdamart_dask as _dask  # imports dask only when given Dask input
@@ -26,6 +27,7 @@ from sklearn_ltr.utils._sklearn_compat import Interval, InvalidParameterError, S
 
 __all__ = ["LambdaMARTRanker"]
 
+@document_query_column
 class LambdaMARTRanker(BaseRanker):
     r"""LambdaMART ranker: LightGBM's ``LGBMRanker`` with ``objective="lambdarank"``.
 
@@ -102,6 +104,7 @@ class LambdaMARTRanker(BaseRanker):
     client : distributed.Client, default=None
         Cluster that trains on Dask input (``lightgbm.dask.DaskLGBMRanker``);
         ``None`` uses the active client. Ignored for in-memory input.
+    %(query_column)s
 
     Attributes
     ----------
@@ -246,6 +249,7 @@ class LambdaMARTRanker(BaseRanker):
         "verbose": [Integral],
         "lgbm_params": [dict, None],
         "client": "no_validation",
+        "query_column": QUERY_COLUMN_CONSTRAINTS,
     }
 
     def __init__(
@@ -272,6 +276,7 @@ class LambdaMARTRanker(BaseRanker):
         verbose=-1,
         lgbm_params=None,
         client=None,
+        query_column=None,
     ):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -294,6 +299,7 @@ class LambdaMARTRanker(BaseRanker):
         self.verbose = verbose
         self.lgbm_params = lgbm_params
         self.client = client
+        self.query_column = query_column
 
     # Constructor parameters handed to ``LGBMRanker`` under the same name.
     _LGBM_KEYWORDS = (
@@ -381,6 +387,8 @@ class LambdaMARTRanker(BaseRanker):
         """
         validate_estimator_params(self)
         if _dask.is_dask_collection(X):  # Dask array / DataFrame: train on the cluster
+            if self.query_column is not None:
+                raise ValueError("query_column is not supported on Dask input; pass groups as a Dask collection.")
             if sample_weight is not None:
                 raise ValueError("sample_weight is not supported on Dask input yet; fit without it.")
             return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
@@ -426,6 +434,7 @@ class LambdaMARTRanker(BaseRanker):
 
     def _validate_eval_entry(self, i, X_val, y_val, groups_val, valid_groups):
         name = f"eval_set[{i}]"
+        X_val, groups_val = self._split_query_column(X_val, groups_val, method=f"fit ({name})")
         if groups_val is None:
             raise ValueError(
                 f"{name} has groups_val=None; validation rows need their own query ids: (X_val, y_val, groups_val)."

@@ -309,7 +309,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
 
     def _predict(self, X, groups, **extras):
         """Predict with optional extra per-row inputs of the module (e.g. an initial rank)."""
-        X = self._validate_predict_data(X, groups)
+        X, groups = self._validate_predict_data(X, groups, return_groups=True)
         query_groups = self._prediction_groups(groups, X.shape[0])
         if not self._list_context:
             return query_groups.unsort(self._score_rows(query_groups, X, **extras))

@@ -15,6 +15,7 @@ from numbers import Integral, Real
 import torch
 from skorch.callbacks import Callback
 
+from sklearn_ltr._query_column import QUERY_COLUMN_CONSTRAINTS, QUERY_COLUMN_DOC
 from sklearn_ltr.losses import ALIASES, LOSSES
 from sklearn_ltr.utils._sklearn_compat import Interval, Satisfies, StrOptions
 
@@ -122,6 +123,7 @@ _TRAINING = {
                   [Satisfies("a list of skorch callbacks or (name, callback) pairs", _is_callback_list), None]),
     "verbose": (0, "verbose : int, default=0\n    0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.",
                 ["verbose"]),
+    "query_column": (None, QUERY_COLUMN_DOC, QUERY_COLUMN_CONSTRAINTS),
 }
 
 _LOSS_CONSTRAINTS = {

@@ -12,6 +12,7 @@ from sklearn.model_selection import GroupKFold, cross_validate
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
+from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.utils._check_data import (
     _NEURAL,
     _assert_close,
@@ -85,6 +86,39 @@ def check_query_relabelling(name, estimator_orig):
                   f"{name}: fitting with string query ids gave another model than integer ids.")
     _assert_close(_predict(fitted, X, scrambled, predict_extras), scores,
                   f"{name}.predict depends on the query ids' values, not only on which rows share one.")
+
+
+@_documented()
+def check_query_column(name, estimator_orig):
+    """Query ids read from a column of ``X`` (``query_column``) act exactly as ``groups``.
+
+    Fitting, predicting and scoring with the ids in a column (first as index 2, then
+    as the last column, index -1) give the scores of ``groups=``; ``score`` needs no
+    ``groups``; ``groups`` that group the rows differently from the column are refused.
+    """
+    estimator = _deterministic(estimator_orig)
+    if estimator is None:
+        return
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator)
+    scores = _predict(_fit(clone(estimator), X, y, groups, fit_extras), X, groups, predict_extras)
+    labels = np.digitize(X[:, 0], [-1, 0, 1])
+    expected_score = ndcg_score(labels, scores, groups, k=10)
+    for column, with_ids in ((2, np.insert(X, 2, groups, axis=1)), (-1, np.column_stack([X, groups]))):
+        fitted = _fit(clone(estimator).set_params(query_column=column), with_ids, y, None, fit_extras)
+        assert fitted.n_features_in_ == X.shape[1], (
+            f"{name}(query_column={column}).n_features_in_ counts the query column.")
+        _assert_close(_predict(fitted, with_ids, None, predict_extras), scores,
+                      f"{name}(query_column={column}) scores differ from groups=.")
+        with _quiet():
+            assert np.isclose(fitted.score(with_ids, labels, **predict_extras), expected_score), (
+                f"{name}(query_column={column}).score(X, y) is not the NDCG@10 of its queries.")
+        try:
+            _predict(fitted, with_ids, np.arange(len(groups)), predict_extras)
+        except ValueError as error:
+            assert "query_column" in str(error), f"{name}: the error does not name query_column: {error}"
+        else:
+            raise AssertionError(f"{name}(query_column={column}).predict accepted groups that disagree with "
+                                 f"the query column.")
 
 
 @_documented(_NEURAL)

@@ -21,6 +21,7 @@ The ranker checks (each ``check_*(name, estimator)``, raising ``AssertionError``
 - :func:`check_ranker_tags`: the tags are :class:`~sklearn_ltr.utils.Tags` with valid ranker tags.
 - :func:`check_fit_invariant_to_query_interleaving`, :func:`check_predict_invariant_to_row_order`:
   row order does not matter.
+- :func:`check_query_column`: query ids read from a column of ``X`` act exactly as ``groups``.
 - :func:`check_query_relabelling`: integer ids and string ids (of another sort order) give the
   same scores.
 - :func:`check_batch_size_invariance`: predictions do not depend on ``batch_size`` at predict time.
@@ -36,6 +37,13 @@ The ranker checks (each ``check_*(name, estimator)``, raising ``AssertionError``
 - :func:`check_sample_weight`: per-query weights are used, and refused when they vary within a query.
 - ``check_param_validation`` (scikit-learn's): every parameter given a wrong type or value
   raises ``InvalidParameterError`` naming it.
+
+Two of scikit-learn's checks call ``score(X, y)`` without query ids, which a ranker refuses;
+they are expected to fail, with the reason in :data:`SCORE_NEEDS_QUERY_IDS`:
+
+>>> from sklearn_ltr.utils.estimator_checks import SCORE_NEEDS_QUERY_IDS
+>>> sorted(SCORE_NEEDS_QUERY_IDS)
+['check_fit_score_takes_y', 'check_pipeline_consistency']
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from sklearn_ltr.utils._ranker_checks import (
     check_pickle_round_trip,
     check_predict_invariant_to_row_order,
     check_query_alone_vs_among_others,
+    check_query_column,
     check_query_relabelling,
     check_ranker_tags,
     check_routing_reaches_fit_and_predict,
@@ -68,6 +77,7 @@ from sklearn_ltr.utils._sklearn_compat import transformed_check_targets
 from sklearn_ltr.utils._tags import get_ranker_tags
 
 __all__ = [
+    "SCORE_NEEDS_QUERY_IDS",
     "check_batch_size_invariance",
     "check_clone_reproduces",
     "check_early_stopping_restores_best",
@@ -79,6 +89,7 @@ __all__ = [
     "check_pickle_round_trip",
     "check_predict_invariant_to_row_order",
     "check_query_alone_vs_among_others",
+    "check_query_column",
     "check_query_relabelling",
     "check_ranker_tags",
     "check_routing_reaches_fit_and_predict",
@@ -111,7 +122,17 @@ _NEEDS_PARAMS = {
     check_max_list_length_training_only: ("max_list_length",),
     check_non_finite_loss_raises: ("loss",),
     check_loss_params_reach_loss: ("loss", "loss_params"),
+    check_query_column: ("query_column",),
 }
+
+#: scikit-learn's checks that call ``score(X, y)`` without query ids: a ranker's ``score``
+#: refuses them (a fold scored as one query is a wrong number), so these are expected to fail
+#: for every estimator whose ``score`` is :meth:`sklearn_ltr.base.RankerMixin.score`.
+SCORE_NEEDS_QUERY_IDS = dict.fromkeys(
+    ["check_fit_score_takes_y", "check_pipeline_consistency"],
+    "score(X, y) without groups raises: a ranker never scores all rows as one query; pass groups or set "
+    "query_column",
+)
 
 
 def _check_name(check):
@@ -142,6 +163,13 @@ def _with_targets(check, estimator):
             return check(*args, **kwargs)
 
     return wrapped
+
+
+def _score_checks(estimator):
+    """:data:`SCORE_NEEDS_QUERY_IDS` for an estimator scored by the library's ``RankerMixin.score``."""
+    from sklearn_ltr.base import RankerMixin
+
+    return dict(SCORE_NEEDS_QUERY_IDS) if getattr(type(estimator), "score", None) is RankerMixin.score else {}
 
 
 def ranker_checks_generator(estimator, *, sklearn_checks=True):
@@ -199,7 +227,8 @@ def parametrize_with_checks(estimators, *, expected_failed_checks=None, sklearn_
         Rankers (and other estimators) to check.
     expected_failed_checks : callable, default=None
         ``expected_failed_checks(estimator) -> {check name: reason}``; those checks are
-        marked ``xfail`` with the reason.
+        marked ``xfail`` with the reason. :data:`SCORE_NEEDS_QUERY_IDS` is added for
+        every estimator whose ``score`` is the library's (``RankerMixin.score``).
     sklearn_checks : bool, default=True
         Also run scikit-learn's checks.
 
@@ -220,7 +249,8 @@ def parametrize_with_checks(estimators, *, expected_failed_checks=None, sklearn_
 
     params = []
     for estimator in estimators:
-        expected = expected_failed_checks(estimator) if expected_failed_checks else {}
+        expected = {**_score_checks(estimator),
+                    **(expected_failed_checks(estimator) if expected_failed_checks else {})}
         for instance, check in ranker_checks_generator(estimator, sklearn_checks=sklearn_checks):
             reason = expected.get(_check_name(check))
             marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
@@ -238,6 +268,8 @@ def check_estimator(estimator, *, expected_failed_checks=None, sklearn_checks=Tr
         The ranker to check.
     expected_failed_checks : dict, default=None
         ``{check name: reason}`` of checks expected to fail: they must fail.
+        :data:`SCORE_NEEDS_QUERY_IDS` is added for every estimator whose ``score``
+        is the library's (``RankerMixin.score``).
     sklearn_checks : bool, default=True
         Also run scikit-learn's checks.
 
@@ -254,7 +286,7 @@ def check_estimator(estimator, *, expected_failed_checks=None, sklearn_checks=Tr
     >>> "check_routing_reaches_fit_and_predict" in names
     True
     """
-    expected = expected_failed_checks or {}
+    expected = {**_score_checks(estimator), **(expected_failed_checks or {})}
     names = []
     for instance, check in ranker_checks_generator(estimator, sklearn_checks=sklearn_checks):
         name = _check_name(check)
