@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 import importlib
 
 from sklearn_ltr.base import MissingGroupsWarning
-from sklearn_ltr.metrics import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_scorer
+from sklearn_ltr.metrics import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_score, ndcg_scorer
 from sklearn_ltr.preprocessing import Log1pTransformer
 
 # The rankers load on first use (PEP 562): the neural ones import torch and skorch, which
@@ -70,5 +70,6 @@ __all__ = [
     "TwoTowerDebiasedRanker",
     "__version__",
     "make_ranking_scorer",
+    "ndcg_score",
     "ndcg_scorer",
 ]

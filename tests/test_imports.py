@@ -18,8 +18,9 @@ def test_lightweight_imports_load_no_torch():
     # One interpreter for all of them (each start costs about a second).
     code = """
 import sklearn_ltr
-from sklearn_ltr import LambdaMARTRanker, Log1pTransformer, ndcg_scorer
-from sklearn_ltr.metrics import ndcg_score, compare_rankings
+from sklearn_ltr import LambdaMARTRanker, Log1pTransformer, ndcg_score, ndcg_scorer
+from sklearn_ltr.metrics import compare_rankings
+from sklearn_ltr.inspection import permutation_importance
 from sklearn_ltr.rankers import LambdaMARTRanker, RankingEnsemble
 """
     assert _loaded_after(code) == []
