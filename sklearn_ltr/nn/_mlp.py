@@ -64,19 +64,76 @@ def scatter_scores(values, mask):
     return out
 
 
+#: True while data-parallel training runs (``sklearn_ltr._distributed``): the batch statistics of
+#: every :class:`_MaskedBatchNorm` are then those of the global batch, reduced over all processes.
+SYNC_BATCH_NORM = False
+
+
+class _AllReduceSum(torch.autograd.Function):
+    """Sum over every process; the gradient of each input is the sum of the outputs' gradients."""
+
+    @staticmethod
+    def forward(ctx, tensor):
+        import torch.distributed as dist
+
+        tensor = tensor.clone()
+        dist.all_reduce(tensor)
+        return tensor
+
+    @staticmethod
+    def backward(ctx, grad):
+        import torch.distributed as dist
+
+        grad = grad.clone()
+        dist.all_reduce(grad)
+        return grad
+
+
+def _global_moments(x):
+    """Mean, biased variance and count of the rows of ``x`` over every process (autograd flows through)."""
+    all_reduce = _AllReduceSum.apply
+    count = torch.full((1,), float(x.shape[0]), dtype=x.dtype, device=x.device)
+    sums = all_reduce(torch.cat([x.sum(dim=0), count]))
+    n = sums[-1]
+    mean = sums[:-1] / n.clamp(min=1.0)
+    # Two passes, as torch's own batch norm: E[(x - mean)^2] loses less precision than E[x^2] - mean^2.
+    var = all_reduce(((x - mean) ** 2).sum(dim=0)) / n.clamp(min=1.0)
+    return mean, var, n
+
+
 class _MaskedBatchNorm(nn.BatchNorm1d):
     """Batch norm over real documents that tolerates a batch of one document in training.
 
     With a single document the batch variance is undefined; the running
-    statistics are used instead of failing.
+    statistics are used instead of failing. During data-parallel training
+    (:data:`SYNC_BATCH_NORM`) the statistics are those of the global batch, so
+    that N processes train the model one process would (torch's ``SyncBatchNorm``
+    runs on GPUs only; this also runs on CPU with the gloo backend).
     """
 
     def forward(self, x):
+        if self.training and SYNC_BATCH_NORM:
+            return self._synced_forward(x)
         if self.training and x.shape[0] < 2:
-            return nn.functional.batch_norm(
-                x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps
-            )
+            return self._running_forward(x)
         return super().forward(x)
+
+    def _running_forward(self, x):
+        return nn.functional.batch_norm(
+            x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps
+        )
+
+    def _synced_forward(self, x):
+        mean, var, n = _global_moments(x)
+        n_rows = int(n.item())
+        if n_rows < 2:
+            return self._running_forward(x)
+        with torch.no_grad():
+            self.num_batches_tracked += 1
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+            self.running_mean.mul_(1 - factor).add_(factor * mean.detach())
+            self.running_var.mul_(1 - factor).add_(factor * var.detach() * n_rows / (n_rows - 1))
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
 
 
 class MLPScorer(nn.Module):

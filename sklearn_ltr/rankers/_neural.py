@@ -215,6 +215,10 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         if query_weights is not None:
             self._check_loss_takes_weights()
         net = self._build_net(X.shape[1])
+        if self.distributed:  # this process's share of each batch (torchrun / accelerate launch)
+            from sklearn_ltr._distributed import data_parallel
+
+            net = data_parallel(net, owner=type(self).__name__)
         self._check_training_memory(query_groups.sizes, X.shape[1], net.device)
         net.fit(build_dataset(query_groups, X, y, query_weights=query_weights, **extras))
         self.net_ = net

@@ -124,6 +124,12 @@ _TRAINING = {
     "verbose": (0, "verbose : int, default=0\n    0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.",
                 ["verbose"]),
     "query_column": (None, QUERY_COLUMN_DOC, QUERY_COLUMN_CONSTRAINTS),
+    "distributed": (False, "distributed : bool, default=False\n    Data-parallel training over the processes of a ``torchrun`` (or\n"
+                    "    ``accelerate launch``) job: each process trains on whole queries\n    of every batch and the "
+                    "gradients are summed, so N processes train\n    the model one process would. Each process "
+                    "passes the whole data\n    set to ``fit``. A single process trains as usual. See the user\n"
+                    "    guide's page on training on several GPUs or machines.",
+                    ["boolean"]),
 }
 
 _LOSS_CONSTRAINTS = {

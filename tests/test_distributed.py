@@ -1,0 +1,160 @@
+"""Data-parallel training (distributed=True): N gloo processes train the model one process would."""
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from sklearn_ltr import DASALCRanker, RankNetRanker
+from sklearn_ltr.datasets import make_ranking
+
+WORLD_SIZE = 2
+
+_DASALC = {"optimizer": "sgd", "lr": 0.05, "hidden_size": 16, "n_layers": 1, "n_attention_layers": 1, "n_heads": 2,
+           "head_size": 4, "dropout": 0.0, "attention_dropout": 0.0, "noise_std": 0.0, "batch_size": 8}
+
+# 21 queries in batches of 8: the last global batch (5 queries) splits 3 / 2, so the
+# processes' shares are uneven and must be weighted by their number of queries.
+CONFIGS = {
+    "ranknet": (RankNetRanker, {"hidden_sizes": (16, 8), "batch_size": 8, "max_epochs": 3}),
+    "ranknet_softmax": (RankNetRanker, {"hidden_sizes": (16,), "loss": "softmax", "batch_size": 8,
+                                        "max_epochs": 3}),
+    # Batch norm everywhere (synchronised over the processes), attention, latent cross. SGD: with
+    # Adam, parameters whose true gradient is zero (biases before batch norm) step on rounding
+    # noise, and the two runs drift apart by about 1e-4 (as two batch-norm formulas do in one process).
+    "dasalc": (DASALCRanker, {**_DASALC, "max_epochs": 3}),
+    # Validation NDCG reduced over the processes drives early stopping.
+    "dasalc_early": (DASALCRanker, {**_DASALC, "max_epochs": 6, "early_stopping": True, "validation_fraction": 0.3,
+                                    "n_iter_no_change": 2}),
+}
+
+
+def _data():
+    X, y, qid = make_ranking(n_queries=21, n_features=6, shuffle=True, random_state=3)
+    return X.astype(np.float32), y, qid
+
+
+def _fit(name, **params):
+    cls, options = CONFIGS[name]
+    X, y, qid = _data()
+    return cls(**{**options, "device": "cpu", "random_state": 0, **params}).fit(X, y, groups=qid)
+
+
+def _worker(rank, init_file, out_dir):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD_SIZE)
+    try:
+        X, _, qid = _data()
+        results = {}
+        for name in CONFIGS:
+            ranker = _fit(name, distributed=True)
+            results[name] = {
+                "scores": ranker.predict(X, groups=qid),
+                "valid_ndcg": [row.get("valid_ndcg@10") for row in ranker.history_],
+                "train_loss": [row["train_loss"] for row in ranker.history_],
+                "best_iteration": ranker.best_iteration_,
+                "class": type(ranker.net_).__name__,
+                "pickled": pickle.dumps(ranker),
+            }
+        with open(os.path.join(out_dir, f"rank{rank}.pkl"), "wb") as file:
+            pickle.dump(results, file)
+    finally:
+        dist.destroy_process_group()
+
+
+def _centred(scores):
+    return scores - scores.mean()
+
+
+@pytest.fixture(scope="module")
+def distributed_results(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ddp")
+    mp.spawn(_worker, args=(str(tmp / "init"), str(tmp)), nprocs=WORLD_SIZE, join=True)
+    results = []
+    for rank in range(WORLD_SIZE):
+        with open(tmp / f"rank{rank}.pkl", "rb") as file:
+            results.append(pickle.load(file))
+    return results
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_two_processes_train_the_model_of_one(distributed_results, name):
+    X, _, qid = _data()
+    single = _fit(name)
+    expected = single.predict(X, groups=qid)
+    for rank, results in enumerate(distributed_results):
+        result = results[name]
+        # Up to a constant: the output bias gets no gradient from a ranking loss (shifts change no
+        # ranking), so its "gradient" is rounding noise, which Adam's normalisation turns into steps.
+        np.testing.assert_allclose(_centred(result["scores"]), _centred(expected), rtol=2e-4, atol=2e-5,
+                                   err_msg=f"{name}: rank {rank} differs from one process")
+        np.testing.assert_allclose(result["train_loss"], [row["train_loss"] for row in single.history_],
+                                   rtol=1e-4, err_msg=f"{name}: rank {rank} logged another training loss")
+        assert result["best_iteration"] == single.best_iteration_
+        # The fitted net is an ordinary one: it pickles and predicts without a process group.
+        assert result["class"] == type(single.net_).__name__
+        restored = pickle.loads(result["pickled"])
+        np.testing.assert_array_equal(restored.predict(X, groups=qid), result["scores"])
+    if single.early_stopping:
+        valid = [row["valid_ndcg@10"] for row in single.history_]
+        for results in distributed_results:  # the same NDCG on every process, equal to one process's
+            np.testing.assert_allclose(results[name]["valid_ndcg"], valid, rtol=1e-5)
+        assert len(valid) < CONFIGS[name][1]["max_epochs"], "early stopping never triggered: weak test"
+
+
+def test_tolerance_tells_models_apart(distributed_results):
+    """Guard against a vacuous pass: one epoch less is outside the tolerance the processes meet."""
+    X, _, qid = _data()
+    single = _fit("ranknet").predict(X, groups=qid)
+    other = _fit("ranknet", max_epochs=2).predict(X, groups=qid)
+    assert not np.allclose(_centred(single), _centred(other), rtol=2e-4, atol=2e-5)
+    assert np.allclose(_centred(distributed_results[0]["ranknet"]["scores"]), _centred(single), rtol=2e-4, atol=2e-5)
+
+
+def test_single_process_warns_and_trains_as_usual():
+    X, _, qid = _data()
+    with pytest.warns(UserWarning, match=r"distributed=True\) runs as a single process"):
+        ranker = _fit("ranknet", distributed=True)
+    np.testing.assert_array_equal(ranker.predict(X, groups=qid), _fit("ranknet").predict(X, groups=qid))
+
+
+_SCRIPT = """
+import numpy as np, torch, torch.distributed as dist
+from sklearn_ltr import RankNetRanker
+from sklearn_ltr.datasets import make_ranking
+
+torch.set_num_threads(1)
+X, y, qid = make_ranking(n_queries=16, n_features=4, random_state=0)
+ranker = RankNetRanker(hidden_sizes=(8,), batch_size=4, max_epochs=2, device="cpu", random_state=0,
+                       distributed=True, verbose=1).fit(X, y, groups=qid)
+if dist.get_rank() == 0:
+    np.save("{out}", ranker.predict(X, groups=qid))
+"""
+
+
+def test_torchrun_launches_a_script(tmp_path):
+    script = tmp_path / "train.py"
+    out = tmp_path / "scores.npy"
+    script.write_text(textwrap.dedent(_SCRIPT.format(out=out)))
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={WORLD_SIZE}",
+               str(script)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert out.exists()
+    # verbose=1 prints the epoch table on rank 0 only.
+    assert result.stdout.count("train_loss") == 1, result.stdout
+    X, y, qid = make_ranking(n_queries=16, n_features=4, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        single = RankNetRanker(hidden_sizes=(8,), batch_size=4, max_epochs=2, device="cpu", random_state=0)
+        expected = single.fit(X, y, groups=qid).predict(X, groups=qid)
+    np.testing.assert_allclose(_centred(np.load(out)), _centred(expected), rtol=2e-4, atol=2e-5)
