@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
 import numbers
 import warnings
 
@@ -25,10 +26,14 @@ from sklearn_ltr.losses import get_loss
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, validate_estimator_params
 
-__all__ = ["OPTIMIZERS", "NeuralRanker", "canonical_row_order"]
+__all__ = ["OPTIMIZERS", "NeuralRanker", "canonical_row_order", "query_blocks"]
 
 #: Rows per pseudo-query when a pointwise scorer predicts: it has no list context.
 _PREDICT_CHUNK = 1024
+
+#: Documents per prediction block (whole queries; a longer query is a block of its own): the
+#: float32 copy of a block is what predict adds to memory (about 36 MB for 136 features).
+_PREDICT_DOCUMENTS = 1 << 16
 
 #: ``[L, L]`` float32 tensors per list that a loss holds in one training step (forward and
 #: backward), rounded up from peaks measured on CPU; losses not listed are linear in ``L``.
@@ -36,6 +41,20 @@ _LOSS_QUADRATIC = {
     "ranknet": 8, "lambdarank": 10, "approx_ndcg": 5, "gumbel_approx_ndcg": 5,
     "neuralsort_ndcg": 7, "gumbel_neuralsort_ndcg": 7,
 }  # fmt: skip
+
+
+def query_blocks(query_groups, documents):
+    """Input-row indices of consecutive blocks of whole queries, each of about ``documents`` rows.
+
+    A query starts a new block when its first row would lie past a multiple of
+    ``documents``: a block holds at most ``documents`` rows plus one query's.
+    """
+    starts = query_groups.offsets[:-1]
+    block_of_query = starts // documents
+    edges = np.flatnonzero(np.diff(block_of_query)) + 1
+    bounds = np.concatenate(([0], query_groups.offsets[edges], [query_groups.n_samples]))
+    order = query_groups.order
+    return [order[lo:hi] for lo, hi in itertools.pairwise(bounds) if hi > lo]
 
 
 def canonical_row_order(X):
@@ -272,10 +291,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         return self.net_.history
 
     def _prediction_groups(self, groups, n_samples):
-        if self._list_context:
-            return resolve_groups(groups, n_samples, method="predict")
-        # Pointwise scorers: any partition of the rows gives the same scores.
-        return QueryGroups(np.arange(n_samples) // _PREDICT_CHUNK)
+        return resolve_groups(groups, n_samples, method="predict")
 
     def predict(self, X, groups=None):
         """Score every row; returns one score per row of ``X``, in input order.
@@ -312,19 +328,32 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         return scores
 
     def _predict(self, X, groups, **extras):
-        """Predict with optional extra per-row inputs of the module (e.g. an initial rank)."""
+        """Predict with optional extra per-row inputs of the module (e.g. an initial rank).
+
+        Rows are scored in blocks of whole queries of about :data:`_PREDICT_DOCUMENTS`
+        documents: only one block at a time is copied into float32 tensors, so memory stays
+        bounded whatever the number of rows.
+        """
         X, groups = self._validate_predict_data(X, groups, return_groups=True)
-        query_groups = self._prediction_groups(groups, X.shape[0])
-        if not self._list_context:
-            return query_groups.unsort(self._score_rows(query_groups, X, **extras))
-        # A list-context network is permutation equivariant, but in float32 the order in which
-        # attention sums over documents changes the last bits of a score (~1e-7). Scoring each
-        # query's rows in a canonical order makes predict exactly invariant to input row order.
-        order = canonical_row_order(X)
-        canonical = QueryGroups(query_groups.codes[order])
-        extras = {name: np.asarray(values)[order] for name, values in extras.items()}
+        extras = {name: np.asarray(values) for name, values in extras.items()}
         scores = np.empty(X.shape[0], dtype=np.float64)
-        scores[order] = canonical.unsort(self._score_rows(canonical, X[order], **extras))
+        if not self._list_context:
+            # A pointwise scorer has no list context: any partition of the rows scores the same.
+            for start in range(0, X.shape[0], _PREDICT_DOCUMENTS):
+                rows = slice(start, start + _PREDICT_DOCUMENTS)
+                chunks = QueryGroups(np.arange(X[rows].shape[0]) // _PREDICT_CHUNK)
+                block = {name: values[rows] for name, values in extras.items()}
+                scores[rows] = chunks.unsort(self._score_rows(chunks, X[rows], **block))
+            return scores
+        query_groups = self._prediction_groups(groups, X.shape[0])
+        for rows in query_blocks(query_groups, _PREDICT_DOCUMENTS):
+            # A list-context network is permutation equivariant, but in float32 the order in which
+            # attention sums over documents changes the last bits of a score (~1e-7). Scoring each
+            # query's rows in a canonical order makes predict exactly invariant to input row order.
+            rows = rows[canonical_row_order(X[rows])]
+            block = QueryGroups(query_groups.codes[rows])
+            block_extras = {name: values[rows] for name, values in extras.items()}
+            scores[rows] = block.unsort(self._score_rows(block, X[rows], **block_extras))
         return scores
 
     def __sklearn_tags__(self):

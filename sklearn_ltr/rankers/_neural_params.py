@@ -80,6 +80,15 @@ loss : str or callable, default={default!r}
 loss_params : dict, default=None
     Options of the loss, e.g. ``{{"sigma": 2.0}}``."""
 
+_DISTRIBUTED_DOC = """\
+distributed : bool, default=False
+    Data-parallel training over the processes of a ``torchrun`` (or
+    ``accelerate launch``) job: each process trains on whole queries
+    of every batch and the gradients are summed, so N processes train
+    the model one process would. Each process passes the whole data
+    set to ``fit``. A single process trains as usual. See the user
+    guide's page on training on several GPUs or machines."""
+
 # name -> (default, numpydoc entry, constraints), in signature order.
 _TRAINING = {
     "lr": (1e-3, "lr : float, default=1e-3\n    Learning rate.",
@@ -124,12 +133,7 @@ _TRAINING = {
     "verbose": (0, "verbose : int, default=0\n    0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.",
                 ["verbose"]),
     "query_column": (None, QUERY_COLUMN_DOC, QUERY_COLUMN_CONSTRAINTS),
-    "distributed": (False, "distributed : bool, default=False\n    Data-parallel training over the processes of a ``torchrun`` (or\n"
-                    "    ``accelerate launch``) job: each process trains on whole queries\n    of every batch and the "
-                    "gradients are summed, so N processes train\n    the model one process would. Each process "
-                    "passes the whole data\n    set to ``fit``. A single process trains as usual. See the user\n"
-                    "    guide's page on training on several GPUs or machines.",
-                    ["boolean"]),
+    "distributed": (False, _DISTRIBUTED_DOC, ["boolean"]),
 }
 
 _LOSS_CONSTRAINTS = {
