@@ -228,3 +228,10 @@ def test_optuna_search_cv(data):
     best = clone(pipe).set_params(**search.best_params_)
     expected = cross_val_score(best, frame, y, groups=qid, cv=CV, scoring=ndcg_scorer).mean()
     assert search.best_score_ == pytest.approx(expected, abs=1e-12)
+
+
+def test_dask_input_refuses_a_query_column(data):
+    da = pytest.importorskip("dask.array", reason="Dask is optional: pip install sklearn-ltr[dask]")
+    X, y, qid, _ = data
+    with pytest.raises(ValueError, match="query_column is not supported on Dask input"):
+        _lambdamart(query_column=0).fit(da.from_array(X), da.from_array(y), da.from_array(qid))
