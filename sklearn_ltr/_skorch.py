@@ -5,7 +5,8 @@ iterates over padded, length-bucketed batches (:mod:`sklearn_ltr._query_batches`
 computes a mask-aware ranking loss, splits validation data by query, logs the
 validation NDCG@10 in its history (usable by ``EarlyStopping``), and predicts
 one score per row. Users never see it: the public estimators build one in
-``fit`` and keep it as ``net_``.
+``fit`` and keep it as ``net_``, by default as an *inference net* without its
+training state (:meth:`RankingNet.without_training_state`, :mod:`sklearn_ltr._model_state`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping
 
+from sklearn_ltr._model_state import inference_net, inference_state, is_inference_state, restore_inference_net
 from sklearn_ltr._query_batches import QueryBatches, QueryDataset
 from sklearn_ltr.exceptions import NonFiniteLossError
 
@@ -209,8 +211,21 @@ class RankingNet(NeuralNet):
             self.interrupted_ = not stopped
             raise
 
+    def _check_trainable(self):
+        if getattr(self, "inference_only_", False):
+            raise RuntimeError(
+                "This net kept only what prediction needs (keep_training_state=False): it has no optimizer, "
+                "criterion or callbacks to train with. Refit the ranker, with keep_training_state=True to keep "
+                "the training state."
+            )
+
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        self._check_trainable()
+        return super().partial_fit(X, y, classes=classes, **fit_params)
+
     def fit(self, X, y=None, **fit_params):
         """Train on a :class:`QueryDataset` (``y`` unused: labels live in the dataset)."""
+        self._check_trainable()
         self.interrupted_ = False
         seed = self.random_state
         if seed is None:
@@ -247,6 +262,28 @@ class RankingNet(NeuralNet):
     def check_data(self, X, y=None):
         if not isinstance(X, QueryDataset):
             raise TypeError("RankingNet trains on a QueryDataset; use the public rankers instead.")
+
+    def without_training_state(self):
+        """A net of this class with only what prediction needs (it shares this net's trained module).
+
+        It keeps the module, the settings that prediction reads (device, batch size,
+        autocast) and the per-epoch rows of the history; not the optimizer, criterion,
+        callbacks, random generator or per-batch losses. It pickles as plain state
+        (module class and arguments, weights as NumPy arrays), rebuilt on load; it
+        refuses to train.
+        """
+        return inference_net(self)
+
+    def __getstate__(self):
+        if self.__dict__.get("inference_only_", False):
+            return inference_state(self)
+        return super().__getstate__()
+
+    def __setstate__(self, state):
+        if is_inference_state(state):
+            restore_inference_net(self, state)
+        else:
+            super().__setstate__(state)
 
 
 def build_dataset(query_groups, X, y=None, *, query_weights=None, **extras):

@@ -162,10 +162,11 @@ def test_train_predict_evaluate_every_model(capsys, files, model, tmp_path):
     assert scores.shape == y.shape and np.isfinite(scores).all()
     assert ndcg_score(y, scores, groups, k=10) > random_ndcg(y, groups)
 
-    bundle = joblib.load(path)
-    assert bundle["model"] == model and bundle["n_features"] == X.shape[1]
-    assert bundle["sklearn_ltr_version"] == __version__
-    np.testing.assert_array_equal(bundle["estimator"].predict(X, groups=groups), scores)
+    estimator = joblib.load(path)  # the estimator itself, what train recorded on it
+    metadata = estimator.cli_metadata_
+    assert metadata["model"] == model and metadata["n_features"] == X.shape[1]
+    assert metadata["sklearn_ltr_version"] == __version__ and metadata["format_version"] == 2
+    np.testing.assert_array_equal(estimator.predict(X, groups=groups), scores)
 
     status, out, _ = run(capsys, "evaluate", "--model", path, "--data", files["test.txt"], "--metrics",
                          "ndcg@10,map@10", "--json")
@@ -180,14 +181,23 @@ def test_saved_model_keeps_no_cli_callbacks(files, tmp_path):
     assert main(["train", "--model", "ranknet", "--train", str(files["train.txt"]), "--valid",
                  str(files["test.txt"]), "--out", str(path), "--threads", "1", "--progress",
                  *_params("ranknet")]) == 0
-    bundle = joblib.load(path)
-    pipeline = bundle["estimator"]
+    pipeline = joblib.load(path)
     assert [name for name, _ in pipeline.steps] == ["log1p", "scale", "ranker"]
     ranker = pipeline.named_steps["ranker"]
     assert ranker.callbacks is None
-    assert not [name for name, _ in ranker.net_.callbacks_ if name.startswith("cli_")]
+    assert not hasattr(ranker.net_, "callbacks_")  # no training state, the command line's callbacks included
     assert "vali_ndcg@10" in ranker.history_[-1]  # the validation file was scored every epoch
-    assert bundle["params"] == {"max_epochs": 4, "hidden_sizes": (16,), "lr": 0.01}
+    assert pipeline.cli_metadata_["params"] == {"max_epochs": 4, "hidden_sizes": (16,), "lr": 0.01}
+
+
+def test_kept_training_state_keeps_no_cli_callbacks(files, tmp_path):
+    path = tmp_path / "ranknet.joblib"
+    assert main(["train", "--model", "ranknet", "--train", str(files["train.txt"]), "--valid",
+                 str(files["test.txt"]), "--out", str(path), "--threads", "1", *_params("ranknet"),
+                 "--param", "keep_training_state=true"]) == 0
+    ranker = joblib.load(path).named_steps["ranker"]
+    names = [name for name, _ in ranker.net_.callbacks_]
+    assert "train_loss" in names and not [name for name in names if name.startswith("cli_")]
 
 
 def test_progress_bars_go_to_stderr(capsys, files, tmp_path):
@@ -225,7 +235,7 @@ def test_predict_to_stdout_pads_sparse_files_and_skips_query_file(capsys, files,
     assert status == 0, err
     scores = np.array([float(v) for v in out.split()])
     padded = np.hstack([X[:, :-2], np.zeros((len(X), 2))])
-    np.testing.assert_array_equal(scores, joblib.load(lambdamart_model)["estimator"].predict(padded))
+    np.testing.assert_array_equal(scores, joblib.load(lambdamart_model).predict(padded))
 
 
 def test_evaluate_metrics_match_the_library(capsys, files, lambdamart_model, tmp_path):
@@ -302,7 +312,7 @@ def test_mq2008_fold1(capsys, data_dir, model, params, tmp_path):
     # A second predict gives the same scores, and so does the loaded estimator.
     run(capsys, "predict", "--model", path, "--data", fold / "test.txt", "--out", tmp_path / "again.txt")
     np.testing.assert_array_equal(read_scores(tmp_path / "again.txt"), scores)
-    np.testing.assert_array_equal(joblib.load(path)["estimator"].predict(X, groups=groups), scores)
+    np.testing.assert_array_equal(joblib.load(path).predict(X, groups=groups), scores)
 
     status, out, _ = run(capsys, "evaluate", "--model", path, "--data", fold / "test.txt", "--metrics",
                          "ndcg@10,map@10", "--json")
@@ -365,14 +375,20 @@ def test_parameter_errors(capsys, files, tmp_path):
                       "CPU cores")
 
 
+def _with_metadata(path, **changes):
+    """The model of ``path`` with ``changes`` to its ``cli_metadata_``."""
+    estimator = joblib.load(path)
+    estimator.cli_metadata_ = {**estimator.cli_metadata_, **changes}
+    return estimator
+
+
 def test_model_file_versions_and_traceback(capsys, files, lambdamart_model, tmp_path):
-    bundle = joblib.load(lambdamart_model)
-    joblib.dump({**bundle, "sklearn_ltr_version": "0.0.1"}, tmp_path / "old.joblib")
+    joblib.dump(_with_metadata(lambdamart_model, sklearn_ltr_version="0.0.1"), tmp_path / "old.joblib")
     status, out, err = run(capsys, "predict", "--model", tmp_path / "old.joblib", "--data", files["test.txt"],
                            "--out", "-")
     assert status == 0 and len(out.split()) == len(load_svmlight_ranking(files["test.txt"])[1])
     assert err.startswith("sklearn-ltr: warning: ") and "0.0.1" in err
-    joblib.dump({**bundle, "format_version": 99}, tmp_path / "new.joblib")
+    joblib.dump(_with_metadata(lambdamart_model, format_version=99), tmp_path / "new.joblib")
     assert_user_error(capsys, ["predict", "--model", tmp_path / "new.joblib", "--data", files["test.txt"], "--out",
                                "-"], "newer sklearn_ltr")
     with pytest.raises(CLIError, match="does not exist"):
@@ -385,8 +401,8 @@ def test_no_early_stopping_still_reports_validation(capsys, files, tmp_path):
                            "--param", "n_estimators=7")
     assert status == 0, err
     assert "rounds 7" in out and "valid 0." in out
-    bundle = joblib.load(tmp_path / "m.joblib")
-    assert bundle["best_iteration"] is None and 0 < bundle["valid_ndcg@10"] <= 1
+    metadata = joblib.load(tmp_path / "m.joblib").cli_metadata_
+    assert metadata["best_iteration"] is None and 0 < metadata["valid_ndcg@10"] <= 1
 
 
 def test_model_and_predict_errors(capsys, files, lambdamart_model, tmp_path):
@@ -871,14 +887,125 @@ def test_write_scores_refuses_nan(tmp_path):
 
 
 def test_damaged_model_files(capsys, work):
-    bundle = joblib.load(work / "model.joblib")
-    for name, damaged in (("no-features", {k: v for k, v in bundle.items() if k != "n_features"}),
-                          ("no-predict", {**bundle, "estimator": 3}),
-                          ("text-version", {**bundle, "format_version": "2"})):
+    estimator = joblib.load(work / "model.joblib")
+    metadata = estimator.cli_metadata_
+    no_features = _with_metadata(work / "model.joblib", n_features=None)
+    text_version = _with_metadata(work / "model.joblib", format_version="2")
+    foreign = _with_metadata(work / "model.joblib")
+    foreign.cli_metadata_ = "a note"
+    old = {**metadata, "format_version": 1, "estimator": estimator}  # the dict of format version 1
+    for name, damaged in (("no-features", no_features), ("text-version", text_version), ("foreign", foreign),
+                          ("old-no-features", {k: v for k, v in old.items() if k != "n_features"}),
+                          ("old-no-predict", {**old, "estimator": 3}),
+                          ("old-text-version", {**old, "format_version": "2"})):
         joblib.dump(damaged, work / f"{name}.joblib")
         for command in (["predict", "--out", "-"], ["evaluate"]):
-            assert_user_error(capsys, [command[0], "--model", work / f"{name}.joblib", "--data", work / "test.txt",
-                                       *command[1:]], repr(str(work / f"{name}.joblib")), "damaged")
+            status, _, err = run(capsys, command[0], "--model", work / f"{name}.joblib", "--data", work / "test.txt",
+                                 *command[1:])
+            last = err.strip().splitlines()[-1]
+            assert status == 2 and last.startswith("sklearn-ltr: error: "), err
+            assert repr(str(work / f"{name}.joblib")) in last and "damaged" in last, last
+            assert ("old layout" in err) == name.startswith("old"), err
+
+
+# --------------------------------------------------------------------------- one model file for Python and the CLI
+
+
+def test_old_dict_model_file_loads_with_a_deprecation_warning(capsys, work):
+    estimator = joblib.load(work / "model.joblib")
+    expected = run(capsys, "predict", "--model", work / "model.joblib", "--data", work / "test.txt", "--out", "-")
+    joblib.dump({**estimator.cli_metadata_, "format_version": 1, "estimator": estimator}, work / "old.joblib")
+    status, out, err = run(capsys, "predict", "--model", work / "old.joblib", "--data", work / "test.txt", "--out",
+                           "-")
+    assert status == 0 and out == expected[1]
+    assert err.startswith("sklearn-ltr: warning: ") and "old layout" in err and "deprecated" in err
+    assert "joblib.dump(joblib.load(path)['estimator'], path)" in err
+
+
+@pytest.fixture(scope="module")
+def python_models(files):
+    """Rankers fitted in Python on the training file, as a user would save them: no CLI metadata."""
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_ltr import DASALCRanker, Log1pTransformer
+
+    X, y, groups = load_svmlight_ranking(files["train.txt"])
+    dasalc = DASALCRanker(hidden_size=8, n_attention_layers=1, head_size=4, max_epochs=2, random_state=0)
+    return {
+        "lambdamart": LambdaMARTRanker(n_estimators=10, min_child_samples=5, n_jobs=1, random_state=0).fit(
+            X, y, groups=groups),
+        "dasalc-pipeline": make_pipeline(Log1pTransformer(), dasalc).fit(X, y, dasalcranker__groups=groups),
+    }
+
+
+@pytest.mark.parametrize("name", ["lambdamart", "dasalc-pipeline"])
+@pytest.mark.parametrize("suffix", [".joblib", ".skops"])
+def test_predict_takes_a_ranker_saved_from_python(capsys, files, python_models, name, suffix, tmp_path):
+    estimator, path = python_models[name], tmp_path / f"model{suffix}"
+    if suffix == ".skops":
+        pytest.importorskip("skops.io", reason="skops files need the serving extra").dump(estimator, path)
+    else:
+        joblib.dump(estimator, path)
+    status, out, err = run(capsys, "predict", "--model", path, "--data", files["test.txt"], "--out", "-")
+    assert status == 0 and err == "", err
+    X, _, groups = load_svmlight_ranking(files["test.txt"])
+    scores = np.array([float(value) for value in out.split()])
+    np.testing.assert_array_equal(scores, estimator.predict(X, groups=groups))
+    status, out, err = run(capsys, "evaluate", "--model", path, "--data", files["test.txt"], "--metrics", "ndcg@10")
+    assert status == 0 and f"({'LambdaMARTRanker' if name == 'lambdamart' else 'DASALCRanker'})" in out, err
+    # A LightGBM file without its .query file: enough for a pointwise model, not for a list-context one.
+    lgb = tmp_path / "test.lgb"
+    shutil.copy(files["test.lgb"], lgb)
+    args = ["predict", "--model", path, "--data", lgb, "--out", "-"]
+    if name == "lambdamart":
+        assert run(capsys, *args)[0] == 0
+    else:
+        assert_user_error(capsys, args, "query sizes")
+
+
+def test_unfitted_estimator_is_refused(capsys, work):
+    joblib.dump(LambdaMARTRanker(), work / "unfitted.joblib")
+    assert_user_error(capsys, ["predict", "--model", work / "unfitted.joblib", "--data", work / "test.txt", "--out",
+                               "-"], "not fitted")
+
+
+@pytest.mark.parametrize("model", ["lambdamart", "dasalc"])
+def test_train_writes_skops_files_by_suffix(capsys, files, model, tmp_path):
+    sio = pytest.importorskip("skops.io", reason="skops files need the serving extra")
+    from sklearn_ltr.utils.persistence import TRUSTED_TYPES
+
+    joblib_path, skops_path = tmp_path / "m.joblib", tmp_path / "m.skops"
+    for path in (joblib_path, skops_path):
+        status, _, err = run(capsys, "train", "--model", model, "--train", files["train.txt"], "--out", path,
+                             "--threads", "1", *_params(model))
+        assert status == 0, err
+    assert sio.get_untrusted_types(file=skops_path)  # a skops file, referencing sklearn_ltr's types ...
+    loaded = sio.load(skops_path, trusted=TRUSTED_TYPES)  # ... all of them in TRUSTED_TYPES
+    assert loaded.cli_metadata_["model"] == model
+    outputs = [run(capsys, "predict", "--model", path, "--data", files["test.txt"], "--out", "-")
+               for path in (joblib_path, skops_path)]
+    assert outputs[0][0] == outputs[1][0] == 0 and outputs[0][1] == outputs[1][1]  # the same model, the same scores
+    X, _, groups = load_svmlight_ranking(files["test.txt"])
+    np.testing.assert_array_equal(loaded.predict(X, groups=groups), [float(v) for v in outputs[1][1].split()])
+
+
+def test_skops_files_with_untrusted_types_are_refused(capsys, files, tmp_path):
+    sio = pytest.importorskip("skops.io", reason="skops files need the serving extra")
+    from sklearn_ltr import RankNetRanker
+
+    X, y, groups = load_svmlight_ranking(files["train.txt"])
+    ranker = RankNetRanker(hidden_sizes=(4,), max_epochs=1, keep_training_state=True, random_state=0)
+    sio.dump(ranker.fit(X, y, groups=groups), tmp_path / "whole.skops")
+    assert_user_error(capsys, ["predict", "--model", tmp_path / "whole.skops", "--data", files["test.txt"], "--out",
+                               "-"], "torch.optim.adam.Adam", "not loaded", "TRUSTED_TYPES")
+    # train refuses to write such a file, and writes nothing.
+    assert_user_error(capsys, ["train", "--model", "ranknet", "--train", files["train.txt"], "--out",
+                               tmp_path / "new.skops", "--threads", "1", *_params("ranknet"), "--param",
+                               "keep_training_state=true"], "cannot save the model as a skops file", "joblib")
+    assert not (tmp_path / "new.skops").exists()
+    (tmp_path / "text.skops").write_text("not a zip")
+    assert_user_error(capsys, ["predict", "--model", tmp_path / "text.skops", "--data", files["test.txt"], "--out",
+                               "-"], "is not a model file", "skops")
 
 
 def test_feature_index_too_large_for_memory(capsys, monkeypatch, work):

@@ -32,6 +32,8 @@ PUBLIC_MODULES = [
     "sklearn_ltr.nn",
     "sklearn_ltr.utils",
     "sklearn_ltr.utils.estimator_checks",
+    "sklearn_ltr.utils.persistence",
+    "sklearn_ltr.inspection",
     "sklearn_ltr.exceptions",
 ]
 # Public names outside an ``__all__``: (module, name).

@@ -66,6 +66,7 @@ def test_ranknet_tutorial_swapped_pairs_fall_epoch_by_epoch():
     X, y, groups = _toy_ranknet_data(200, seed=0)
     X_val, y_val, g_val = _toy_ranknet_data(60, seed=1)
     ranker = RankNetRanker(hidden_sizes=(10,), lr=1e-3, max_epochs=8, batch_size=8, random_state=0,
+                           keep_training_state=True,  # the callbacks are training state
                            callbacks=[("swapped", SwappedPairsOnHeldOut(X_val, y_val, g_val))]).fit(X, y, groups)
     counts = dict(ranker.net_.callbacks_)["swapped"].counts  # callbacks are copied at fit time
     assert len(counts) == 9

@@ -8,7 +8,8 @@ Commands (``sklearn-ltr COMMAND --help`` lists every option):
     The two-tower model trains on clicks simulated from the training labels.
 ``train --model NAME --train FILE [--valid FILE] [--param KEY=VALUE ...] --out MODEL``
     Train a ranker (``lambdamart``, ``ranknet``, ``dasalc``, ``setrank`` or ``two-tower``)
-    on an SVMlight/LETOR or LightGBM file (format detected) and save it as a joblib file;
+    on an SVMlight/LETOR or LightGBM file (format detected) and save it as a joblib file
+    (``joblib.load`` returns the estimator; skops with a ``.skops`` suffix);
     ``--valid`` for early stopping and a validation NDCG@10. The two-tower model trains on
     clicks: labels 0/1 with positions from the file order or ``--positions FILE``, or
     ``--simulate-clicks N`` sessions per query simulated from graded labels.
@@ -20,8 +21,9 @@ Commands (``sklearn-ltr COMMAND --help`` lists every option):
 User errors (missing or malformed files, unknown parameters, rejected values, feature
 mismatches, an output that names an input) print one ``sklearn-ltr: error: ...`` line and
 exit with status 2; Ctrl-C exits with status 130 and saves nothing. Output files are written
-whole or not at all. Loading a model file unpickles it, which runs code stored in it: load
-model files only from sources you trust.
+whole or not at all. Loading a joblib model file unpickles it, which runs code stored in it:
+load model files only from sources you trust (a ``.skops`` file loads only sklearn_ltr's own
+types).
 
 The modules: ``_main`` (parser, :func:`main`), ``_commands`` (train, predict, evaluate),
 ``_demo``, ``_models`` (the rankers' defaults and training with validation), ``_clicks``

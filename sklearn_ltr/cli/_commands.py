@@ -97,10 +97,10 @@ def train(args):
     return 0
 
 
-def _scores(bundle, data, model_path):
+def _scores(model, data, model_path):
     """The model's finite scores of ``data``; the estimator's errors (see ``ESTIMATOR_ERRORS``) are user errors."""
     with estimator_errors(f"scoring {data.path!r} with model {model_path!r}"):
-        scores = np.asarray(bundle["estimator"].predict(data.X, groups=data.groups), dtype=np.float64)
+        scores = np.asarray(model.estimator.predict(data.X, groups=data.groups), dtype=np.float64)
     if scores.shape != data.y.shape:
         raise CLIError(f"model {model_path!r} returned {scores.size:,} scores for the {len(data.y):,} rows of "
                        f"{data.path!r}; is the model file damaged?")
@@ -112,9 +112,9 @@ def _scores(bundle, data, model_path):
     return scores
 
 
-def _read_for_model(path, fmt, bundle, model_path, *, require_groups):
-    data = read_ranking(path, fmt, require_groups=require_groups or bundle.get("list_context", True))
-    return align_features(data, bundle["n_features"], model_name=f"model {model_path!r}")
+def _read_for_model(path, fmt, model, model_path, *, require_groups):
+    data = read_ranking(path, fmt, require_groups=require_groups or model.list_context)
+    return align_features(data, model.n_features, model_name=f"model {model_path!r}")
 
 
 def predict(args):
@@ -122,9 +122,9 @@ def predict(args):
     refuse_input_as_output(args.out, "--out", [(f"--model {args.model!r}", args.model),
                                                *data_file_inputs("--data", args.data, args.format)])
     check_output_path(args.out, "scores file")
-    bundle = load_model(args.model)
-    data = _read_for_model(args.data, args.format, bundle, args.model, require_groups=False)
-    write_scores(args.out, _scores(bundle, data, args.model))
+    model = load_model(args.model)
+    data = _read_for_model(args.data, args.format, model, args.model, require_groups=False)
+    write_scores(args.out, _scores(model, data, args.model))
     return 0
 
 
@@ -135,9 +135,9 @@ def evaluate(args):
         raise CLIError("evaluate needs exactly one of --model MODEL (score the file with it) and --scores FILE "
                        "(scores written by predict or any other ranker, one per row).")
     if args.model is not None:
-        bundle = load_model(args.model)
-        data = _read_for_model(args.data, args.format, bundle, args.model, require_groups=True)
-        scores, source = _scores(bundle, data, args.model), f"model {args.model} ({bundle.get('model')})"
+        model = load_model(args.model)
+        data = _read_for_model(args.data, args.format, model, args.model, require_groups=True)
+        scores, source = _scores(model, data, args.model), f"model {args.model} ({model.name})"
     else:
         data = read_ranking(args.data, args.format)
         scores = read_rows_of_numbers(args.scores, len(data.y), what="scores file")

@@ -23,8 +23,9 @@ Data files are SVMlight/LETOR ('<label> qid:<id> <index>:<value> ...' per line) 
 ('<label> <index>:<value> ...' per line, query sizes in FILE.query); the format is detected
 from the first data line. User errors end with one 'sklearn-ltr: error: ...' line and exit
 status 2; Ctrl-C ends with status 130. Output files are written whole or not at all, and never
-over an input. A model file is a pickle: loading one runs code stored in it, so load model
-files only from sources you trust."""
+over an input. A model file is the fitted estimator as joblib saves it (a pickle: loading one
+runs code stored in it, so load model files only from sources you trust), or as skops saves it
+when its name ends in .skops (loaded only if it holds sklearn_ltr's own types)."""
 
 _EXAMPLES = """\
 examples:
@@ -46,7 +47,9 @@ sessions per query, position-based model, examination 1/position) and is scored 
 true test labels, beside RankNetRanker trained on the same clicks without positions."""
 
 _TRAIN = """\
-Train a ranker on a ranking data file and save it, with what predict needs, as a joblib file.
+Train a ranker on a ranking data file and save it, with what predict needs, as a joblib file
+(joblib.load returns the estimator; its cli_metadata_ attribute records the training), or as a
+skops file when --out ends in .skops.
 
 Neural models get default preprocessing (--preprocessing auto: log1p then standardisation
 for ranknet, setrank and two-tower; dasalc has log1p and batch norm built in; lambdamart
@@ -78,10 +81,12 @@ file's row order (--out - writes to standard output). A higher score ranks highe
 its query. The file may have fewer features than the training file (sparse files omit
 trailing zeros) but not more. Models that score a row within its list (dasalc, setrank)
 need the query ids; the others can score LightGBM files without a .query file. NaN scores are
-refused, and --out must not be the model or the data file.
+refused, and --out must not be the model or the data file. A ranker (or Pipeline) saved from
+Python with joblib.dump, or skops.io.dump to a .skops file, is a model file too.
 
 Loading a model file unpickles it, which runs code stored in the file: load model files only
-from sources you trust."""
+from sources you trust. A .skops file loads only if it holds no types but sklearn_ltr's own and
+skops's trusted defaults."""
 
 _EVALUATE = """\
 Ranking metrics, averaged over the queries of a labelled data file, of a model saved by
@@ -97,8 +102,9 @@ files only from sources you trust."""
 
 
 #: Help of every option that loads a model file.
-_MODEL_HELP = ("model file saved by train. Loading it unpickles it, which runs code stored in the file: load model "
-               "files only from sources you trust")
+_MODEL_HELP = ("model file saved by train, or a fitted ranker saved with joblib.dump (or skops, .skops). Loading a "
+               "joblib file unpickles it, which runs code stored in the file: load model files only from sources "
+               "you trust")
 
 
 def _formatter(prog):
@@ -152,8 +158,8 @@ def build_parser():
     train.add_argument("--valid", metavar="FILE", help="validation data file: early stopping, and its NDCG@10 "
                                                        "reported")
     train.add_argument("--out", required=True, metavar="MODEL",
-                       help="where to save the model (joblib file; written whole or not at all, never over an input "
-                            "file); its folder must exist and be writable")
+                       help="where to save the model (joblib file, skops if MODEL ends in .skops; written whole or "
+                            "not at all, never over an input file); its folder must exist and be writable")
     train.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="a ranker parameter, repeatable; VALUE is a Python literal (0.05, '(64, 32)', None, "
                             "true), else a string (softmax)")

@@ -153,10 +153,14 @@ class ValidationFile(Callback):
 
 
 def _strip_cli_callbacks(ranker):
-    """Remove the command line's callbacks (and the validation data they hold) from a fitted ranker."""
+    """Remove the command line's callbacks (and the validation data they hold) from a fitted ranker.
+
+    Only a net kept whole (``keep_training_state=True``) has callbacks after ``fit``.
+    """
     net = ranker.net_
     net.callbacks = [cb for cb in net.callbacks or [] if not (isinstance(cb, tuple) and cb[0].startswith(_PREFIX))]
-    net.callbacks_ = [(name, cb) for name, cb in net.callbacks_ if not name.startswith(_PREFIX)]
+    if hasattr(net, "callbacks_"):
+        net.callbacks_ = [(name, cb) for name, cb in net.callbacks_ if not name.startswith(_PREFIX)]
 
 
 @contextlib.contextmanager

@@ -255,6 +255,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
                 f"such a model.", TrainingInterruptedWarning, stacklevel=3,
             )
         self._after_fit()
+        if not self.keep_training_state:
+            self.net_ = net.without_training_state()
         return self
 
     def _check_loss_takes_weights(self):
@@ -287,7 +289,10 @@ class NeuralRanker(NeuralParameters, BaseRanker):
 
     @property
     def history_(self):
-        """skorch's training history (per-epoch losses, ``valid_ndcg@10``, timings)."""
+        """skorch's training history (per-epoch losses, ``valid_ndcg@10``, timings).
+
+        Per-batch losses (``history_[:, "batches"]``) are kept only with ``keep_training_state=True``.
+        """
         return self.net_.history
 
     def _prediction_groups(self, groups, n_samples):

@@ -133,6 +133,13 @@ _TRAINING = {
     "verbose": (0, "verbose : int, default=0\n    0 silent, 1 a per-epoch table, 2 also a progress bar per epoch.",
                 ["verbose"]),
     "query_column": (None, QUERY_COLUMN_DOC, QUERY_COLUMN_CONSTRAINTS),
+    "keep_training_state": (False, "keep_training_state : bool, default=False\n    Keep the whole skorch net in "
+                            "``net_`` after ``fit``: optimiser, criterion,\n    callbacks, random generator and "
+                            "per-batch losses, e.g. to inspect\n    a callback. By default ``net_`` keeps only what "
+                            "``predict`` needs\n    (the module's weights and configuration) and ``history_`` its "
+                            "per-epoch\n    rows: the model pickles small, and a skops file of it loads with\n"
+                            "    :data:`sklearn_ltr.utils.persistence.TRUSTED_TYPES`.",
+                            ["boolean"]),
     "distributed": (False, _DISTRIBUTED_DOC, ["boolean"]),
 }
 
