@@ -7,9 +7,32 @@
 # Needs the docs extra (pip install -e ".[docs]") and no network. -n (nitpicky) makes every
 # cross-reference resolve; references into other projects (torch, scikit-learn, NumPy, ...) are
 # not linked, since the build is offline (see nitpick_ignore_regex in docs/conf.py). -E rebuilds
-# from scratch, so that warnings of unchanged pages are reported again.
+# from scratch, so that warnings of unchanged pages are reported again; for the same reason the
+# example gallery (examples/, about 30 s on two cores) runs again on every build.
+#
+# After the build, the site is checked: no page may contain a mailto: link (a standalone
+# "NDCG@10" would otherwise become one; see _StandaloneEmailsAsText in docs/conf.py), and no
+# page may load a script, stylesheet or font from another site (MathJax and the theme's assets
+# are served from _static/, so the pages render offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python}"
-rm -rf docs/generated
-exec "$PYTHON" -m sphinx -W --keep-going -n -E -b html "$@" docs docs/_build/html
+OUT=docs/_build/html
+rm -rf docs/generated docs/auto_examples docs/sg_execution_times.rst
+# One torch thread: the gallery's small models train fastest so, and the build shares the machine.
+OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" MPLBACKEND=Agg "$PYTHON" -m sphinx -W --keep-going -n -E -b html "$@" docs "$OUT"
+
+status=0
+if mailto=$(grep -rlI --include='*.html' -i 'mailto:' "$OUT"); then
+    echo "docs/build.sh: error: mailto: links in the built site (in:" $mailto "); write e-mail-like text" \
+         "such as NDCG@10 as plain text, and no explicit mailto: link" >&2
+    status=1
+fi
+# A <script src=...>, <link href=...> or CSS url(...) that starts with http:, https: or //.
+remote='<script[^>]*src="(https?:)?//|<link[^>]*href="(https?:)?//|url\((["'"'"'])?(https?:)?//'
+if remote_pages=$(grep -rlIE --include='*.html' --include='*.css' "$remote" "$OUT"); then
+    echo "docs/build.sh: error: pages that load scripts, styles or fonts from another site (in:" \
+         $remote_pages "); ship them in _static/ instead" >&2
+    status=1
+fi
+exit "$status"

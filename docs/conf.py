@@ -1,7 +1,9 @@
 """Sphinx configuration of the sklearn_ltr documentation.
 
-Build with ``docs/build.sh`` (warnings are errors). Needs no network: no intersphinx,
-the built-in ``alabaster`` theme, MathJax loaded by the reader's browser.
+Build with ``docs/build.sh`` (warnings are errors). Needs no network, and neither does a
+reader of the built site: no intersphinx, the pydata-sphinx-theme (its fonts and scripts are
+bundled), MathJax shipped into ``_static/mathjax`` by sphinx-mathjax-offline, and an example
+gallery (sphinx-gallery) whose scripts run at build time on small synthetic data.
 """
 
 import functools
@@ -12,6 +14,7 @@ import sys
 
 from docutils import nodes
 from sphinx import addnodes
+from sphinx.transforms import SphinxTransform
 
 # The package of this checkout, even when another version is installed.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -28,7 +31,10 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # Copies MathJax 3 into _static/mathjax: formulas render with no network.
+    "sphinx-mathjax-offline",
     "numpydoc",
+    "sphinx_gallery.gen_gallery",
 ]
 
 templates_path = ["_templates"]
@@ -62,16 +68,51 @@ _EXTERNAL = (
 )  # fmt: skip
 nitpick_ignore_regex = [(r"py:.*", rf"{name}(\..*)?") for name in _EXTERNAL]
 
-html_theme = "alabaster"
+# MathJax from the local copy that sphinx-mathjax-offline writes into _static/mathjax (not a CDN).
+mathjax_path = "mathjax/tex-chtml.js"
+
+# The theme of scikit-learn, NumPy and pandas. No icon links, no version switcher, no
+# announcement: nothing that the reader's browser would fetch from another site.
+html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn_ltr {release}"
 html_static_path = []
 html_theme_options = {
-    "description": "Learning to rank with scikit-learn's interface",
-    "fixed_sidebar": False,
-    "page_width": "1100px",
-    "sidebar_width": "240px",
+    "logo": {"text": f"sklearn_ltr {version}"},
+    "navbar_align": "left",
+    "navbar_end": ["theme-switcher"],
+    "icon_links": [],
+    "header_links_before_dropdown": 5,
+    "secondary_sidebar_items": ["page-toc"],
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "show_prev_next": True,
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
 }
-html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
+html_context = {"default_mode": "light"}
+
+# --- Example gallery ---------------------------------------------------------------------------
+# examples/plot_<n>_*.py run at build time, in the order of <n>, each in a few seconds on two
+# CPU cores (small synthetic data, few epochs, one torch thread); their text, output and
+# figures become docs/auto_examples/ (git-ignored). Execution times are written to
+# auto_examples/sg_execution_times.rst (and the site's page of that name).
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "within_subsection_order": "FileNameSortKey",
+    "abort_on_example_error": True,
+    "only_warn_on_example_error": False,
+    "remove_config_comments": True,
+    "download_all_examples": False,
+    "min_reported_time": 0,
+    "matplotlib_animations": False,
+    "image_scrapers": ("matplotlib",),
+    "reset_modules": ("matplotlib", "seaborn"),
+    # Only what an example prints is shown, not the repr of a cell's last value (``fit``
+    # returns the estimator, and its HTML repr would follow every training cell).
+    "capture_repr": (),
+}
 
 
 # --- Re-exported names -------------------------------------------------------------------------
@@ -208,7 +249,54 @@ def _skip_member(app, what, name, obj, skip, options):
     return None
 
 
+# --- No e-mail links ---------------------------------------------------------------------------
+# reStructuredText makes every standalone "name@host" a mailto: link, and in this project every
+# such text is a metric at a cut-off: NDCG@10, MAP@10, precision@5. The transform turns those
+# links back into the text they were made from, in every page and docstring; an explicit link
+# (`text <mailto:...>`_) is left alone, and docs/build.sh fails on any mailto: in the built site.
+
+class _StandaloneEmailsAsText(SphinxTransform):
+    default_priority = 100  # any: no other transform looks at mailto: references
+
+    def apply(self, **kwargs):
+        for ref in list(self.document.findall(nodes.reference)):
+            uri = ref.get("refuri", "")
+            if uri.startswith("mailto:") and ref.astext() == uri.removeprefix("mailto:"):
+                ref.replace_self(nodes.Text(ref.astext()))
+
+
+# --- The gallery's table of execution times, without remote scripts ----------------------------
+# sphinx-gallery writes sg_execution_times.rst with a raw HTML block that loads jQuery, DataTables
+# and Bootstrap from CDNs to make the table sortable. The table is kept; the block is dropped, so
+# that no page fetches anything from another site (docs/build.sh checks that).
+
+def _drop_remote_table_scripts(app):
+    gallery_dirs = app.config.sphinx_gallery_conf["gallery_dirs"]
+    if isinstance(gallery_dirs, str):
+        gallery_dirs = [gallery_dirs]
+    for directory in (app.srcdir, *(os.path.join(app.srcdir, d) for d in gallery_dirs)):
+        path = os.path.join(directory, "sg_execution_times.rst")
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as file:
+            lines = file.read().splitlines(keepends=True)
+        kept, skipping = [], False
+        for line in lines:
+            if line.strip() == ".. raw:: html" and not skipping:
+                skipping = True
+                continue
+            if skipping and line.strip().startswith(".. list-table::"):
+                skipping = False
+            if not skipping:
+                kept.append(line)
+        with open(path, "w", encoding="utf-8") as file:
+            file.writelines(kept)
+
+
 def setup(app):
+    app.add_transform(_StandaloneEmailsAsText)
+    # After sphinx-gallery's own builder-inited handler (priority 500) has written the files.
+    app.connect("builder-inited", _drop_remote_table_scripts, priority=900)
     app.connect("missing-reference", _missing_reference)
     app.connect("autodoc-process-docstring", _process_docstring, priority=400)
     app.connect("autodoc-skip-member", _skip_member)
