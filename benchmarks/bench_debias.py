@@ -21,21 +21,29 @@ MSLR-shaped ``make_ranking`` data (``y_max = 4``):
 
 Methods: Linear (logistic regression on clicks), Debiased Linear (logistic regression with
 the display position as an extra raw feature at fit, fixed to 1 at predict), LambdaMART on
-clicks (``LambdaMARTRanker``, sessions as queries), Single Tower (``RankNetRanker`` with the
-sigmoid cross-entropy on clicks), PAL additive / multiplicative, Observation Dropout and
-Gradient Reversal (both additive, as in Zhang et al.) with ``TwoTowerDebiasedRanker``; all
-networks share one relevance tower size and one training budget.
+clicks (``LambdaMARTRanker``, sessions as queries), LambdaMART on clicks with positions
+(LightGBM's unbiased lambdarank: one learned bias per display position, no regularisation),
+XGBoost's ``lambdarank_unbiased`` (when ``xgboost`` is installed; XGBoost reads a
+document's position as its index in its list, so each session's kept rows are sorted by
+display position and renumbered 0, 1, 2, ... after the down-sampling), Single Tower
+(``RankNetRanker`` with the sigmoid cross-entropy on clicks), PAL additive / multiplicative,
+Observation Dropout and Gradient Reversal (both additive, as in Zhang et al.) with
+``TwoTowerDebiasedRanker``; all networks share one relevance tower size and one training
+budget, both boosted models 100 trees at learning rate 0.05.
 
 Run: ``python benchmarks/bench_debias.py [--data-dir ../shared/data] [--n-jobs 2]``; writes
 ``benchmarks/results/debias.md`` and ``benchmarks/results/debias_observation_curve.png``
-(needs matplotlib).
+(needs matplotlib). ``--quick`` runs a smoke test in about a minute (small MSLR-shaped data,
+one seed, w in {1, 0}, two epochs) and writes to a temporary directory unless ``--out`` is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,7 +61,9 @@ from sklearn_ltr.rankers import LambdaMARTRanker, RankNetRanker
 from sklearn_ltr.rankers._two_tower import TwoTowerDebiasedRanker
 
 WEIGHTS = (1.0, 0.8, 0.6, 0.2, 0.0)
-METHODS = ("Linear", "Debiased Linear", "LambdaMART (clicks)", "Single Tower", "PAL additive",
+HAS_XGBOOST = importlib.util.find_spec("xgboost") is not None
+METHODS = ("Linear", "Debiased Linear", "LambdaMART (clicks)", "LambdaMART (clicks, positions)",
+           *(("XGBoost lambdarank_unbiased",) if HAS_XGBOOST else ()), "Single Tower", "PAL additive",
            "PAL multiplicative", "Observation Dropout", "Gradient Reversal")
 TWO_TOWER = {
     "PAL additive": {"combination": "additive"},
@@ -110,6 +120,16 @@ def fit_predict(method, X, clicks, positions, sessions, X_test, seed, net, obser
     if method == "LambdaMART (clicks)":
         model = LambdaMARTRanker(n_estimators=100, learning_rate=0.05, n_jobs=1, random_state=seed)
         return model.fit(X, clicks, sessions).predict(X_test)
+    if method == "LambdaMART (clicks, positions)":
+        model = LambdaMARTRanker(n_estimators=100, learning_rate=0.05, n_jobs=1, random_state=seed)
+        return model.fit(X, clicks, sessions, positions=positions).predict(X_test)
+    if method == "XGBoost lambdarank_unbiased":
+        from xgboost import XGBRanker
+
+        order = np.lexsort((positions, sessions))  # sorted by session, then by display position
+        model = XGBRanker(objective="rank:ndcg", lambdarank_unbiased=True, tree_method="hist", n_estimators=100,
+                          learning_rate=0.05, n_jobs=1, random_state=seed)
+        return model.fit(X[order], clicks[order], qid=sessions[order]).predict(X_test)
     if method == "Single Tower":
         return RankNetRanker(loss="sigmoid_ce", random_state=seed, **net).fit(X, clicks, sessions).predict(X_test)
     model = TwoTowerDebiasedRanker(random_state=seed, observation_lr=observation_lr, **net, **TWO_TOWER[method])
@@ -205,8 +225,16 @@ def main():
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--validation", action="store_true",
                         help="evaluate on MQ2008's vali.txt and unseen synthetic queries (for choosing settings)")
-    parser.add_argument("--out", default=Path(__file__).parent / "results")
+    parser.add_argument("--out", default=None, help="output folder (default: benchmarks/results)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: 300 + 100 MSLR-shaped queries, one seed, w in {1, 0}, two epochs; "
+                             "writes to a temporary folder unless --out is given")
     args = parser.parse_args()
+    if args.quick:
+        args.datasets, args.weights, args.seeds, args.epochs = ["MSLR-shaped"], [1.0, 0.0], 1, 2
+        args.mslr_queries, args.mslr_sessions = [300, 100], 2
+    if args.out is None:
+        args.out = tempfile.mkdtemp(prefix="bench_debias_") if args.quick else Path(__file__).parent / "results"
     args.sessions = {"MQ2008": args.mq_sessions, "MSLR-shaped": args.mslr_sessions}
     start = time.perf_counter()
     loaders = {"MQ2008": lambda: load_mq2008(args.data_dir, "vali.txt" if args.validation else "test.txt"),
@@ -228,7 +256,8 @@ def main():
         f"{args.seeds} seeds. Clicks: `simulate_clicks` (epsilon = 0.1, examination 1/position), non-clicked rows "
         f"kept with probability {args.keep}. Networks: relevance tower {tuple(args.hidden)}, Adam lr {args.lr} "
         f"(observation tower {args.observation_lr}), {args.epochs} epochs, {args.batch_size} sessions per batch; "
-        "Observation Dropout rate 0.3; Gradient Reversal weight 1.0 on the detached relevance. "
+        "Observation Dropout rate 0.3; Gradient Reversal weight 1.0, its adversary the exact ridge line of the "
+        "detached relevance on the observation logit in each batch. "
         f"Published (MSLR-WEB30K, w = 1): {published}.", "",
         "Training data per cell (mean): " + "; ".join(
             f"{name}: {args.sessions[name]} sessions per query, {rows:,.0f} rows, {clicks:,.0f} clicks"

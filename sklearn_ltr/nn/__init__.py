@@ -45,6 +45,7 @@ from sklearn_ltr.nn._two_tower import (
     TwoTowerScorer,
     click_log_likelihood,
     gradient_reversal,
+    linear_adversary_loss,
 )
 
 __all__ = [
@@ -62,5 +63,6 @@ __all__ = [
     "TwoTowerScorer",
     "click_log_likelihood",
     "gradient_reversal",
+    "linear_adversary_loss",
     "scatter_scores",
 ]

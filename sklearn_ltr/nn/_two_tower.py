@@ -22,18 +22,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sklearn_ltr.nn import _mlp as _mlp_module
 from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
 
-__all__ = ["COMBINATIONS", "TwoTowerClickLoss", "TwoTowerOutput", "TwoTowerScorer", "click_log_likelihood",
-           "gradient_reversal"]
+__all__ = ["ADVERSARY_RIDGE", "COMBINATIONS", "TwoTowerClickLoss", "TwoTowerOutput", "TwoTowerScorer",
+           "click_log_likelihood", "gradient_reversal", "linear_adversary_loss"]
 
 #: How the two towers' logits :math:`r` and :math:`o` make a click probability: ``"additive"``,
 #: :math:`\sigma(r + o)`, or ``"multiplicative"`` (PAL), :math:`\sigma(r)\,\sigma(o)`. The values of
 #: the ``combination`` parameter of :class:`TwoTowerClickLoss`, :func:`click_log_likelihood` and
 #: ``TwoTowerDebiasedRanker``.
 COMBINATIONS = ("additive", "multiplicative")
-#: Targets the adversarial head regresses the observation logit on.
+#: Targets the adversary predicts from the observation logit (see :func:`linear_adversary_loss`).
 REVERSAL_TARGETS = ("relevance", "clicks")
+#: Ridge :math:`\mu` of the adversary's least squares, in squared logit units (see :func:`linear_adversary_loss`).
+ADVERSARY_RIDGE = 1.0
 
 
 class _GradientReversal(torch.autograd.Function):
@@ -97,7 +100,7 @@ def _mlp(n_inputs, hidden_sizes, activation):
 
 
 class TwoTowerOutput(NamedTuple):
-    """Training-time output of :class:`TwoTowerScorer`, each ``[batch, list]`` (0 on padding).
+    r"""Training-time output of :class:`TwoTowerScorer`, each ``[batch, list]`` (0 on padding).
 
     Parameters
     ----------
@@ -106,7 +109,9 @@ class TwoTowerOutput(NamedTuple):
     observation : torch.Tensor of shape (batch, list)
         Observation-tower logits :math:`o` (after observation dropout in training).
     adversary : torch.Tensor of shape (batch, list) or None
-        Adversarial head's logits :math:`a`; None when the model has no adversarial head.
+        The adversary's input: :math:`\mathrm{GRL}_\lambda(o)`, the observation logits before
+        observation dropout, whose gradient comes back reversed and scaled by :math:`\lambda`.
+        None without gradient reversal and in evaluation mode.
 
     Examples
     --------
@@ -134,8 +139,10 @@ class TwoTowerScorer(nn.Module):
       makes it linear, i.e. one free logit per position);
     - observation dropout (Zhang et al., 2023): inverted dropout of rate ``observation_dropout`` on
       :math:`o` in training, so the relevance tower must explain the clicks of the dropped rows;
-    - adversarial head (``gradient_reversal > 0``): :math:`a_i = h(\mathrm{GRL}_\lambda(o_i))`,
-      an MLP whose gradient reaches the observation tower multiplied by :math:`-\lambda`.
+    - gradient reversal (``gradient_reversal > 0``, training only): the output's ``adversary`` is
+      :math:`\mathrm{GRL}_\lambda(o_i)`, on which :class:`TwoTowerClickLoss` fits its adversary
+      (:func:`linear_adversary_loss`); the adversary's gradient reaches the observation tower
+      multiplied by :math:`-\lambda`.
 
     ``forward(X, mask)`` (no positions: prediction) returns :math:`r` ``[batch, list]``;
     ``forward(X, mask, positions=...)`` (training) returns a :class:`TwoTowerOutput`.
@@ -147,7 +154,7 @@ class TwoTowerScorer(nn.Module):
     hidden_sizes : sequence of int, default=(64, 32)
         Hidden layers of the relevance tower (an :class:`~sklearn_ltr.nn.MLPScorer`).
     activation : str, default="relu"
-        Activation of both towers and of the adversarial head, one of :data:`ACTIVATIONS`.
+        Activation of both towers, one of :data:`ACTIVATIONS`.
     dropout : float, default=0.0
         Dropout after each hidden layer of the relevance tower.
     batch_norm : bool, default=False
@@ -161,9 +168,7 @@ class TwoTowerScorer(nn.Module):
     observation_dropout : float, default=0.0
         Dropout rate on the observation logit during training.
     gradient_reversal : float, default=0.0
-        :math:`\lambda`; 0 builds no adversarial head.
-    adversary_hidden_sizes : sequence of int, default=(16,)
-        Hidden layers of the adversarial head.
+        :math:`\lambda`, the scale of the reversed gradient; 0 disables gradient reversal.
 
     See Also
     --------
@@ -188,8 +193,9 @@ class TwoTowerScorer(nn.Module):
     >>> mask = torch.tensor([[True, True, True, True], [True, True, True, False]])
     >>> positions = torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 0.0]])
 
-    With positions (training) the model returns the logits of both towers and of the
-    adversarial head; without them (ranking), the relevance logits alone:
+    With positions (training) the model returns the logits of both towers and the adversary's
+    input (the observation logits, whose gradient is reversed); without them (ranking), the
+    relevance logits alone:
 
     >>> output = model(X, mask, positions=positions)
     >>> output.relevance.shape, output.observation.shape, output.adversary.shape
@@ -207,7 +213,7 @@ class TwoTowerScorer(nn.Module):
 
     def __init__(self, n_features, hidden_sizes=(64, 32), activation="relu", dropout=0.0, batch_norm=False, *,
                  n_bias_features=None, max_position=50, observation_hidden_sizes=(), observation_dropout=0.0,
-                 gradient_reversal=0.0, adversary_hidden_sizes=(16,)):
+                 gradient_reversal=0.0):
         super().__init__()
         self.relevance = MLPScorer(n_features, hidden_sizes, activation, dropout, batch_norm)
         self.n_bias_features = n_bias_features
@@ -216,7 +222,15 @@ class TwoTowerScorer(nn.Module):
         self.observation = _mlp(width, observation_hidden_sizes, activation)
         self.observation_dropout = nn.Dropout(observation_dropout)
         self.gradient_reversal = float(gradient_reversal)
-        self.adversary = _mlp(1, adversary_hidden_sizes, activation) if self.gradient_reversal > 0 else None
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Load weights; ignores the ``adversary.*`` weights of models saved by earlier versions.
+
+        Those versions trained a small MLP as the adversary, which prediction never used (the
+        adversary is now fitted in closed form by :func:`linear_adversary_loss`).
+        """
+        state_dict = {name: value for name, value in state_dict.items() if not name.startswith("adversary.")}
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def observation_logits(self, positions):
         """Observation logits :math:`o` of rows of positions or bias features.
@@ -257,16 +271,15 @@ class TwoTowerScorer(nn.Module):
         -------
         output : torch.Tensor of shape (batch, list) or TwoTowerOutput
             Without ``positions``, the relevance logits :math:`r` (0 on padding); with them, a
-            :class:`TwoTowerOutput`.
+            :class:`TwoTowerOutput` (its ``adversary`` only in training mode).
         """
         relevance = self.relevance(X, mask)
         if positions is None:
             return relevance
         observation = self.observation_logits(positions[mask])
         adversary = None
-        if self.adversary is not None:
-            adversary = self.adversary(gradient_reversal(observation, self.gradient_reversal)[:, None])
-            adversary = scatter_scores(adversary.squeeze(-1), mask)
+        if self.training and self.gradient_reversal > 0:
+            adversary = scatter_scores(gradient_reversal(observation, self.gradient_reversal), mask)
         observation = scatter_scores(self.observation_dropout(observation), mask)
         return TwoTowerOutput(relevance, observation, adversary)
 
@@ -350,16 +363,123 @@ def _mean_per_query(per_doc, mask, weights=None):
     return (weights * per_query).sum() / weights.sum().clamp(min=torch.finfo(per_query.dtype).tiny)
 
 
+def _row_weights(mask, weights):
+    """Weight of each document in :func:`_mean_per_query`, up to the normalisation: its query's over its length."""
+    n_docs = mask.sum(dim=1, keepdim=True).clamp(min=1).to(torch.float64)
+    query = torch.ones_like(n_docs) if weights is None else weights.to(torch.float64)[:, None]
+    return torch.where(mask, query / n_docs, 0.0)
+
+
+def linear_adversary_loss(observation, target, mask, weights=None, *, ridge=ADVERSARY_RIDGE, eps=1e-4):
+    r"""Squared error of the best linear prediction of the standardised target from the observation logit.
+
+    The adversary of gradient reversal, solved exactly on each batch rather than trained by
+    gradient steps. With the documents weighted as in the loss (:math:`\rho_i`: the query's
+    weight over its number of documents, normalised), :math:`\bar o, \bar t` the weighted
+    means, :math:`v_o, v_t` the weighted variances, the standardised target
+    :math:`\tilde t_i = (t_i - \bar t) / \sqrt{v_t + \epsilon}` and
+    :math:`c = \mathrm{cov}_\rho(o, \tilde t)`, the adversary is the ridge regression
+
+    .. math::
+        \hat\beta = \arg\min_\beta \sum_i \rho_i \bigl(\beta (o_i - \bar o) - \tilde t_i\bigr)^2
+            + \mu \beta^2 = \frac{c}{v_o + \mu},
+        \qquad \ell_i = \bigl(\hat\beta (o_i - \bar o) - \tilde t_i\bigr)^2,
+
+    and the function returns :math:`\sum_i \rho_i \ell_i = 1 - c^2 (v_o + 2\mu) / (v_o + \mu)^2`,
+    in :math:`(0, 1]`: 1 when :math:`o` predicts nothing of :math:`t` linearly, less the more it does.
+    :math:`\hat\beta`, the means and the variances are constants for autograd; since
+    :math:`\hat\beta` is optimal, the gradient that reaches :math:`o` is that of the adversary's
+    optimal objective :math:`F(o) = 1 - c^2 / (v_o + \mu)` (envelope theorem), and it never shifts
+    all logits alike (its weighted sum is 0). Behind a gradient reversal layer of weight
+    :math:`\lambda`, training therefore adds the penalty :math:`\lambda c^2 / (v_o + \mu) \le
+    \lambda` on the observation tower: about :math:`\lambda \rho^2(o, t)` (scale-free) for a
+    spread-out :math:`o`, :math:`\lambda c^2 / \mu` for a nearly flat one. It can neither blow
+    :math:`o` up, as the reversed error of a learned, unbounded linear head does (that error
+    grows with the scale of :math:`o`), nor pin it flat, as a scale-free penalty does.
+
+    During data-parallel training the weighted sums behind these statistics are reduced over
+    the processes, so that each process fits the adversary of the global batch.
+
+    Parameters
+    ----------
+    observation : torch.Tensor of shape (batch, list)
+        Observation logits :math:`o` (usually behind :func:`gradient_reversal`).
+    target : torch.Tensor of shape (batch, list)
+        What the adversary predicts: clicks, or the relevance tower's detached probability.
+    mask : torch.Tensor of bool, shape (batch, list)
+        True on real documents.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each query (None: all 1).
+    ridge : float, default=ADVERSARY_RIDGE
+        :math:`\mu`, in squared logit units: below a variance of about :math:`\mu`, the
+        observation logits are treated as nearly flat.
+    eps : float, default=1e-4
+        :math:`\epsilon`, which keeps a near-constant target from being blown up to unit variance.
+
+    Returns
+    -------
+    loss : torch.Tensor of shape ()
+        :math:`\sum_i \rho_i \ell_i`, averaged over each query's documents, then over queries.
+
+    See Also
+    --------
+    gradient_reversal : The layer that turns this adversary's gradient against the observation tower.
+    TwoTowerClickLoss : Adds this loss to the click loss.
+
+    Examples
+    --------
+    Observation logits that follow the target leave the adversary little error; flat or
+    unrelated ones leave it all of it:
+
+    >>> import torch
+    >>> from sklearn_ltr.nn import linear_adversary_loss
+    >>> mask = torch.ones(1, 6, dtype=torch.bool)
+    >>> target = torch.tensor([[1.0, 1.0, 0.0, 0.0, 0.0, 0.0]])
+    >>> informative = torch.tensor([[3.0, 2.5, 0.0, -0.5, -1.0, -1.0]])
+    >>> round(linear_adversary_loss(informative, target, mask).item(), 3)
+    0.121
+    >>> linear_adversary_loss(torch.zeros(1, 6), target, mask).item()
+    1.0
+
+    Its gradient moves no logit when they carry nothing of the target, and sums to zero:
+
+    >>> o = informative.clone().requires_grad_()
+    >>> linear_adversary_loss(o, target, mask).backward()
+    >>> bool(o.grad.sum().abs() < 1e-6)
+    True
+    """
+    row = _row_weights(mask, weights)
+    o, t = observation.to(torch.float64), target.to(torch.float64)
+    with torch.no_grad():
+        o_row, t_row = torch.where(mask, o, 0.0), torch.where(mask, t, 0.0)
+        sums = torch.stack([row.sum(), (row * o_row).sum(), (row * o_row * o_row).sum(), (row * t_row).sum(),
+                            (row * t_row * t_row).sum(), (row * o_row * t_row).sum()])
+        if _mlp_module.SYNC_BATCH_NORM:  # data-parallel training: the statistics of the global batch
+            import torch.distributed as dist
+
+            dist.all_reduce(sums)
+        total = sums[0].clamp(min=torch.finfo(torch.float64).tiny)
+        mean_o, mean_t = sums[1] / total, sums[3] / total
+        var_o = (sums[2] / total - mean_o**2).clamp(min=0.0)
+        scale_t = torch.sqrt((sums[4] / total - mean_t**2).clamp(min=0.0) + eps)
+        slope = (sums[5] / total - mean_o * mean_t) / scale_t / (var_o + ridge)
+    per_doc = (slope * (o - mean_o) - (t - mean_t) / scale_t).square()
+    return _mean_per_query(per_doc.to(observation.dtype), mask, weights)
+
+
 class TwoTowerClickLoss(nn.Module):
-    r"""Binary cross-entropy of the clicks under the two-tower model, plus the adversarial loss.
+    r"""Binary cross-entropy of the clicks under the two-tower model, plus the adversary's loss.
 
     .. math::
         \mathcal{L} = -\frac{1}{|Q|}\sum_q \frac{1}{n_q}\sum_i \log P(c_i \mid r_i, o_i)
-            \;+\; \frac{1}{|Q|}\sum_q \frac{1}{n_q}\sum_i \mathrm{BCE}(a_i, t_i)
+            \;+\; \frac{1}{|Q|}\sum_q \frac{1}{n_q}\sum_i \ell_i
 
-    with :func:`click_log_likelihood` and, when the model has an adversarial head, its target
-    :math:`t_i` the click (``reversal_target="clicks"``) or :math:`\sigma(r_i)` with the gradient
-    stopped (``"relevance"``). The head minimises the second term; the gradient reversal layer in
+    with :func:`click_log_likelihood` and, when the output carries the adversary's input
+    (gradient reversal, in training), :math:`\ell_i` the squared error of the best linear
+    prediction of the standardised target :math:`t_i` from :math:`o_i` on the batch
+    (:func:`linear_adversary_loss`). The target is the click (``reversal_target="clicks"``) or
+    :math:`\sigma(r_i)` with the gradient stopped (``"relevance"``). The adversary minimises
+    the second term (exactly, in closed form); the gradient reversal layer in
     :class:`TwoTowerScorer` makes the observation tower maximise it (scaled by :math:`\lambda`).
     A plain tensor ``output`` (no observation tower) is read as :math:`o = 0` (additive) and gives
     the sigmoid cross-entropy of :func:`sklearn_ltr.losses.sigmoid_cross_entropy`.
@@ -369,8 +489,9 @@ class TwoTowerClickLoss(nn.Module):
     combination : {"additive", "multiplicative"}, default="additive"
         How the two towers make the click probability (see :func:`click_log_likelihood`).
     reversal_target : {"relevance", "clicks"}, default="relevance"
-        Target :math:`t_i` of the adversarial head: the detached :math:`\sigma(r_i)` or the
-        click.
+        Target :math:`t_i` of the adversary: the detached :math:`\sigma(r_i)` or the click.
+    adversary_ridge : float, default=ADVERSARY_RIDGE
+        Ridge :math:`\mu` of the adversary (see :func:`linear_adversary_loss`).
 
     See Also
     --------
@@ -401,10 +522,11 @@ class TwoTowerClickLoss(nn.Module):
     True
     """
 
-    def __init__(self, combination="additive", reversal_target="relevance"):
+    def __init__(self, combination="additive", reversal_target="relevance", adversary_ridge=ADVERSARY_RIDGE):
         super().__init__()
         self.combination = combination
         self.reversal_target = reversal_target
+        self.adversary_ridge = adversary_ridge
 
     def forward(self, output, clicks, mask, weights=None):
         r"""Mean loss over the queries of a batch.
@@ -435,6 +557,6 @@ class TwoTowerClickLoss(nn.Module):
         loss = _mean_per_query(-click_log_likelihood(relevance, observation, clicks, combination), mask, weights)
         if output.adversary is not None:
             target = clicks if self.reversal_target == "clicks" else torch.sigmoid(relevance).detach()
-            adversary = F.binary_cross_entropy_with_logits(output.adversary.float(), target, reduction="none")
-            loss = loss + _mean_per_query(adversary, mask, weights)
+            loss = loss + linear_adversary_loss(output.adversary.float(), target, mask, weights,
+                                                ridge=self.adversary_ridge)
         return loss

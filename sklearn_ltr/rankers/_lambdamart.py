@@ -16,10 +16,13 @@ from sklearn_ltr.rankers._lambdarank_inputs import (
     as_spmatrix,
     check_label_range,
     check_lgbm_param_names,
+    check_positions,
     check_query_size,
     eval_entries,
     is_positive_int,
     lgbm_eval_kwargs,
+    position_callback,
+    sort_like,
     sort_rows,
     taken_names,
 )
@@ -47,6 +50,12 @@ class LambdaMARTRanker(BaseRanker):
     run lengths to LightGBM as ``group`` and trains exactly the model a
     hand-sorted ``lightgbm.LGBMRanker`` would. ``predict`` scores each row on
     its own and returns the scores in input row order.
+
+    From clicks, ``fit(X, clicks, groups=session, positions=pos)`` trains LightGBM's
+    unbiased lambdarank (LightGBM 4.1+, after Unbiased LambdaMART, Hu et al., 2019): it
+    learns one bias :math:`b_p` per display position together with the trees and computes
+    the gradients at :math:`s_i + b_{p_i}`, so that the trees need not explain the clicks
+    that the position alone brought. ``predict`` uses the trees alone (no position).
 
     Parameters
     ----------
@@ -79,6 +88,10 @@ class LambdaMARTRanker(BaseRanker):
         smaller than ``len(label_gain)``.
     lambdarank_truncation_level : int, default=30
         Number of top-ranked documents of each query whose pairs get gradients.
+    lambdarank_position_bias_regularization : float, default=0.0
+        L2 penalty on the learned position biases (LightGBM's parameter of that name), used
+        only when ``fit`` receives ``positions``: larger values shrink the biases towards 0,
+        towards a model trained without positions.
     eval_at : sequence of int, default=(1, 3, 5, 10)
         Cut-offs of the NDCG computed on each ``eval_set`` every round
         (``evals_result_``); early stopping watches all of them unless
@@ -140,8 +153,20 @@ class LambdaMARTRanker(BaseRanker):
     Notes
     -----
     ``n_estimators``, ``early_stopping_rounds`` and ``eval_at`` are settings and
-    live here; ``fit`` takes only data (``groups``, ``eval_set``) plus LightGBM
-    callbacks, since every ``fit`` argument is routable metadata.
+    live here; ``fit`` takes only data (``groups``, ``positions``, ``eval_set``) plus
+    LightGBM callbacks, since every ``fit`` argument is routable metadata.
+
+    Positions: LightGBM treats them as categories (one bias per distinct value, numbered
+    in order of first appearance), so 1-based ranks are passed as they are; positions
+    beyond the first page can be clipped by the caller to share one bias. The learned
+    biases stay inside LightGBM's objective (written only to its debug log): LightGBM
+    exposes no API to read them, so this estimator has no attribute for them. Validation
+    sets need no positions: LightGBM's NDCG on them scores the trees alone. When the
+    logging ranker already sorted documents by relevance, position and relevance are
+    confounded and the biases can absorb relevance (on ``simulate_clicks`` logs with
+    ``w = 1``, unbiased lambdarank ranked worse than plain lambdarank on clicks); a
+    positive ``lambdarank_position_bias_regularization`` shrinks them. Judge it on
+    held-out relevance judgments.
 
     After a search, ``GridSearchCV.predict`` takes no ``groups``; call
     ``search.best_estimator_.predict(X, groups=qid)`` (a pointwise model such as
@@ -154,6 +179,9 @@ class LambdaMARTRanker(BaseRanker):
 
     G. Ke, Q. Meng, T. Finley, T. Wang, W. Chen, W. Ma, Q. Ye and T.-Y. Liu. "LightGBM: A
     Highly Efficient Gradient Boosting Decision Tree." NeurIPS 2017.
+
+    Z. Hu, Y. Wang, Q. Peng and H. Li. "Unbiased LambdaMART: An Unbiased Pairwise
+    Learning-to-Rank Algorithm." WWW 2019.
 
     Examples
     --------
@@ -203,6 +231,17 @@ class LambdaMARTRanker(BaseRanker):
     >>> search.best_estimator_.predict(X[test], groups=qid[test]).shape == y[test].shape
     True
 
+    From position-biased clicks: the display position of each row (1 = top) makes
+    LightGBM learn a bias per position alongside the trees. Under metadata routing
+    ``positions`` reaches ``fit`` like ``groups``:
+
+    >>> from sklearn_ltr.datasets import simulate_clicks
+    >>> positions, clicks = simulate_clicks(y[train], qid[train], w=0.0, y_max=4, random_state=0)
+    >>> unbiased = LambdaMARTRanker(n_estimators=20, n_jobs=1, random_state=0)
+    >>> unbiased = unbiased.fit(X[train], clicks, groups=qid[train], positions=positions)
+    >>> unbiased.predict(X[test]).shape == y[test].shape  # no position at serving time
+    True
+
     On a Dask cluster (``pip install sklearn-ltr[dask]``) the same estimator trains with
     LightGBM's distributed learner when ``X``, ``y`` and ``groups`` are Dask collections;
     the rows of a query may lie in different partitions. This part needs a running
@@ -223,8 +262,8 @@ class LambdaMARTRanker(BaseRanker):
     _allow_nan = True
     _integer_labels = True
 
-    # Per-query weights travel with the queries, like ``groups``.
-    __metadata_request__fit = {"groups": True, "sample_weight": True}  # noqa: RUF012
+    # Per-query weights and display positions travel with the queries, like ``groups``.
+    __metadata_request__fit = {"groups": True, "sample_weight": True, "positions": True}  # noqa: RUF012
 
     # LightGBM's own limits (docs' Parameters page), checked before LightGBM sees them.
     _parameter_constraints = {  # noqa: RUF012
@@ -241,6 +280,7 @@ class LambdaMARTRanker(BaseRanker):
         "reg_lambda": [Interval(Real, 0, None, closed="left")],
         "label_gain": ["array-like", None],
         "lambdarank_truncation_level": [Interval(Integral, 1, None, closed="left")],
+        "lambdarank_position_bias_regularization": [Interval(Real, 0, None, closed="left")],
         "eval_at": [Interval(Integral, 1, None, closed="left"), "array-like"],
         "early_stopping_rounds": [Interval(Integral, 1, None, closed="left"), None],
         "importance_type": [StrOptions({"split", "gain"})],
@@ -268,6 +308,7 @@ class LambdaMARTRanker(BaseRanker):
         reg_lambda=0.0,
         label_gain=None,
         lambdarank_truncation_level=30,
+        lambdarank_position_bias_regularization=0.0,
         eval_at=(1, 3, 5, 10),
         early_stopping_rounds=None,
         importance_type="split",
@@ -291,6 +332,7 @@ class LambdaMARTRanker(BaseRanker):
         self.reg_lambda = reg_lambda
         self.label_gain = label_gain
         self.lambdarank_truncation_level = lambdarank_truncation_level
+        self.lambdarank_position_bias_regularization = lambdarank_position_bias_regularization
         self.eval_at = eval_at
         self.early_stopping_rounds = early_stopping_rounds
         self.importance_type = importance_type
@@ -328,7 +370,8 @@ class LambdaMARTRanker(BaseRanker):
             kwargs["early_stopping_round"] = int(self.early_stopping_rounds)
         extra = {} if self.lgbm_params is None else self.lgbm_params
         check_lgbm_param_names(extra)
-        own = (*self._LGBM_KEYWORDS, "label_gain", "lambdarank_truncation_level")
+        own = (*self._LGBM_KEYWORDS, "label_gain", "lambdarank_truncation_level",
+               "lambdarank_position_bias_regularization")
         clashes = sorted(set(extra) & taken_names(own))
         if clashes:
             raise ValueError(
@@ -356,7 +399,8 @@ class LambdaMARTRanker(BaseRanker):
         hint = " (groups=None makes all rows one query: pass groups)" if groups_none else ""
         check_query_size(int(query_groups.sizes[largest]), query_groups.ids[largest].item(), name, hint=hint)
 
-    def fit(self, X, y, groups=None, *, sample_weight=None, eval_set=None, eval_names=None, callbacks=None):
+    def fit(self, X, y, groups=None, *, positions=None, sample_weight=None, eval_set=None, eval_names=None,
+            callbacks=None):
         """Train the LambdaMART model.
 
         Parameters
@@ -364,14 +408,20 @@ class LambdaMARTRanker(BaseRanker):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Features; NaN marks a missing value.
         y : array-like of shape (n_samples,)
-            Relevance grades: whole numbers ``0 <= y < len(label_gain)``.
+            Relevance grades: whole numbers ``0 <= y < len(label_gain)`` (clicks: 0 or 1).
         groups : array-like of shape (n_samples,), default=None
             Query id of each row (integers or strings, any order). ``None``
             treats all rows as one query and warns.
+        positions : array-like of shape (n_samples,), default=None
+            Display position of each row, whole numbers ``>= 1`` (1 = top), for learning
+            from clicks: LightGBM then learns one bias per position (unbiased lambdarank,
+            LightGBM 4.1+). Routed like ``groups``. Not needed for ``eval_set`` nor at
+            prediction; not supported on Dask input.
         sample_weight : array-like of shape (n_samples,), default=None
             Weight of each row's query, the same for every row of a query
             (LightGBM multiplies each document's gradients by it). Routed like
-            ``groups``.
+            ``groups``. Only relative weights matter: with ``positions`` they are
+            rescaled to mean 1.
         eval_set : list of (X_val, y_val, groups_val) tuples, default=None
             Validation queries, each set with its own query ids, evaluated every
             round with NDCG at ``eval_at`` and used by early stopping.
@@ -391,6 +441,12 @@ class LambdaMARTRanker(BaseRanker):
                 raise ValueError("query_column is not supported on Dask input; pass groups as a Dask collection.")
             if sample_weight is not None:
                 raise ValueError("sample_weight is not supported on Dask input yet; fit without it.")
+            if positions is not None:
+                raise ValueError(
+                    "positions (unbiased lambdarank) is not supported on Dask input: lightgbm.dask has no "
+                    "position argument. Fit in memory (X, y, groups and positions as NumPy arrays) or without "
+                    "positions."
+                )
             return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
         import lightgbm
 
@@ -401,9 +457,20 @@ class LambdaMARTRanker(BaseRanker):
         self._check_lambdarank(y, query_groups, "y", groups_none=groups is None)
         X_sorted, y_sorted = sort_rows(query_groups, X, y)
         fit_kwargs = {}
+        if positions is not None:
+            positions = sort_like(query_groups, check_positions(positions, X.shape[0]))
+            if not hasattr(lightgbm.Dataset, "set_position"):
+                raise ImportError(f"positions need LightGBM 4.1 or later (installed: {lightgbm.__version__}); "
+                                  f"upgrade with `pip install -U 'lightgbm>=4.1'`.")
+            kwargs["lambdarank_position_bias_regularization"] = float(self.lambdarank_position_bias_regularization)
+            callbacks = [*(callbacks or []), position_callback(positions)]
         if sample_weight is not None:
-            fit_kwargs["sample_weight"] = np.repeat(check_query_weights(sample_weight, query_groups),
-                                                    query_groups.sizes)
+            weights = np.repeat(check_query_weights(sample_weight, query_groups), query_groups.sizes)
+            if positions is not None and weights.mean() > 0:
+                # LightGBM's Newton step on the position biases (first / (|second| + 0.001)) is not
+                # invariant to the scale of the weights; relative weights are: mean 1.
+                weights = weights / weights.mean()
+            fit_kwargs["sample_weight"] = weights
         if eval_set is not None:
             entries = eval_entries(eval_set)
             valid_sets, valid_groups = [], []

@@ -118,9 +118,19 @@ class TwoTowerDebiasedRanker(NeuralRanker):
     Because the logging ranker put relevant documents on top, the observation tower can
     absorb relevance ("confounding", Zhang et al., 2023). Two remedies of that paper:
     ``observation_dropout`` (dropout on :math:`o` while training) and
-    ``gradient_reversal`` (an adversarial head :math:`h(\mathrm{GRL}(o))` regresses a
-    relevance proxy, the clicks or the detached :math:`\sigma(r)`, and its reversed
-    gradient, times ``gradient_reversal``, pushes :math:`o` to carry no relevance).
+    ``gradient_reversal``: an adversary predicts a relevance proxy (the detached
+    :math:`\sigma(r)` or the clicks) linearly from :math:`o`, and a gradient reversal layer
+    turns its gradient, times ``gradient_reversal``, against the observation tower, which
+    so learns an :math:`o` that predicts less of the proxy: a flatter curve.
+
+    The adversary is the least-squares line of the standardised proxy on :math:`o`, fitted
+    exactly on each batch with a ridge of 1 (``sklearn_ltr.nn._two_tower.linear_adversary_loss``);
+    the reversal then amounts to the penalty :math:`\lambda\,\mathrm{cov}(o, \tilde t)^2 /
+    (\mathrm{var}(o) + 1)`, at most :math:`\lambda`. This form is chosen for stability: a
+    learned linear head on :math:`o` lets the reversed squared error grow with the scale of
+    :math:`o` (the logits can diverge), and a learned MLP head fits the proxy's mean at each
+    position almost exactly, which leaves a reversed gradient near zero (an earlier version
+    of this estimator learned the same curve with and without reversal).
 
     Parameters
     ----------
@@ -141,9 +151,11 @@ class TwoTowerDebiasedRanker(NeuralRanker):
     observation_dropout : float, default=0.0
         Dropout rate on the observation logit in training (inverted dropout).
     gradient_reversal : float, default=0.0
-        Weight :math:`\lambda` of the reversed gradient of the adversarial head; 0 disables it.
+        Weight :math:`\lambda` of the adversary's reversed gradient; 0 disables it. The
+        penalty it adds is at most :math:`\lambda` (the click loss is a mean binary
+        cross-entropy), so values about 0.1 to 3 span weak to nearly flat curves.
     reversal_target : {"relevance", "clicks"}, default="relevance"
-        What the adversarial head predicts from :math:`o`: the detached :math:`\sigma(r)` or the clicks.
+        What the adversary predicts from :math:`o`: the detached :math:`\sigma(r)` or the clicks.
         Clicks also carry the position effect itself, so ``"clicks"`` flattens the learned curve more.
     observation_lr : float, default=None
         Learning rate of the observation tower; ``None`` uses ``lr``. With 1-D positions each
