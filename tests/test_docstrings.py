@@ -34,6 +34,7 @@ PUBLIC_MODULES = [
     "sklearn_ltr.utils.estimator_checks",
     "sklearn_ltr.utils.persistence",
     "sklearn_ltr.inspection",
+    "sklearn_ltr.model_selection",
     "sklearn_ltr.export",
     "sklearn_ltr.exceptions",
 ]
