@@ -7,11 +7,14 @@ boolean ``mask`` ``[batch, list]`` (True on real documents). Padded documents ar
 weight and can never change a real document's output. Everything else is row-wise (linear
 layers, layer norm, dropout), so a block is permutation equivariant: permuting the documents
 of a list permutes its outputs (Pang et al. 2020, Proposition 1; Lee et al. 2019).
+
+The attention itself is :func:`torch.nn.functional.scaled_dot_product_attention` with the
+padding as a boolean mask: PyTorch's fused kernels (flash attention on CPU, flash or
+memory-efficient attention on CUDA) run it, and it falls back to its reference ("math")
+implementation where no fused kernel applies, e.g. attention-weight dropout on CPU.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import nn
@@ -101,7 +104,9 @@ class MultiHeadAttention(nn.Module):
         \mathrm{MHA}(Q, K) = [\mathrm{head}_1; \dots; \mathrm{head}_H]\, W^O,
 
     with :math:`M_{ij} = -\infty` when key :math:`j` is padding (Vaswani et al. 2017). Keys are
-    also the values.
+    also the values. The heads are computed by
+    :func:`torch.nn.functional.scaled_dot_product_attention` with the key padding mask of
+    :func:`key_padding_mask`; attention-weight dropout is its ``dropout_p``, in training only.
 
     Parameters
     ----------
@@ -115,7 +120,8 @@ class MultiHeadAttention(nn.Module):
     d_out : int, default=None
         Output width (``None``: ``d_model``).
     dropout : float, default=0.0
-        Dropout on the attention weights, in training only.
+        Dropout on the attention weights, in training only. On CPU, PyTorch computes
+        attention with such dropout unfused (its math path); without it, fused.
 
     References
     ----------
@@ -177,18 +183,9 @@ class MultiHeadAttention(nn.Module):
         """
         q = self._heads(self.query(query))
         k, v = (self._heads(part) for part in self.key_value(key).chunk(2, dim=-1))
-        attn_mask = key_padding_mask(key_mask)
-        if self.training and self.dropout > 0 and q.device.type == "cpu":
-            # Dropout on the attention weights: PyTorch's CPU kernel would fall back to this
-            # same math path, with its slow sampler.
-            logits = (q * self.head_size**-0.5) @ k.transpose(-2, -1)
-            if attn_mask is not None:
-                logits = logits.masked_fill(~attn_mask, -math.inf)
-            attended = dropout(torch.softmax(logits, dim=-1), self.dropout) @ v
-        else:
-            attended = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0
-            )
+        attended = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=key_padding_mask(key_mask), dropout_p=self.dropout if self.training else 0.0
+        )
         batch, _, length, _ = attended.shape
         return self.out(attended.transpose(1, 2).reshape(batch, length, self.n_heads * self.head_size))
 

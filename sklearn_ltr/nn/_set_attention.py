@@ -113,7 +113,13 @@ class MultiheadAttentionBlock(nn.Module):
         if key is None:
             key, key_mask = x, mask
         b = self.norm1(x + self.dropout(self.attention(x, key, key_mask)))
-        return self.norm2(b + self.dropout(self.feedforward(b)))
+        return self.norm2(b + self.dropout(self._feedforward(b)))
+
+    def _feedforward(self, b):
+        """rFF(B); without autograd (scoring) the ReLU runs in place, one ``[.., ff_size]`` pass less."""
+        first, relu, second = self.feedforward
+        hidden = first(b)
+        return second(relu(hidden) if torch.is_grad_enabled() else hidden.relu_())
 
 
 class InducedAttentionBlock(nn.Module):
