@@ -246,8 +246,10 @@ def test_gumbel_losses_keep_their_pinned_values(name, dtype, options, value, wei
     scores, labels, mask = _random_batch(12, dtype=dtype)
     got, grad = value_and_grad(name, scores, labels, mask, seed=5, **options)
     position = torch.arange(1, grad.numel() + 1, dtype=dtype).reshape(grad.shape)
-    assert got.item() == value
-    assert (grad * position).sum().item() == weighted_grad
+    # Pinned to the last few bits only: BLAS/SIMD paths differ across CPUs by an ulp or two.
+    rel = 1e-12 if dtype == torch.float64 else 1e-6
+    assert got.item() == pytest.approx(value, rel=rel, abs=0)
+    assert (grad * position).sum().item() == pytest.approx(weighted_grad, rel=rel, abs=0)
 
 
 def test_ranknet_ties_count_as_zero_target():
