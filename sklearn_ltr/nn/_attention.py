@@ -106,7 +106,8 @@ class MultiHeadAttention(nn.Module):
     with :math:`M_{ij} = -\infty` when key :math:`j` is padding (Vaswani et al. 2017). Keys are
     also the values. The heads are computed by
     :func:`torch.nn.functional.scaled_dot_product_attention` with the key padding mask of
-    :func:`key_padding_mask`; attention-weight dropout is its ``dropout_p``, in training only.
+    ``key_padding_mask`` (True where a key is a real document); attention-weight dropout is its
+    ``dropout_p``, in training only.
 
     Parameters
     ----------
