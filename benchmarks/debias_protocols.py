@@ -24,6 +24,7 @@ from torch import nn
 
 from sklearn_ltr.datasets import click_probability, load_svmlight_ranking, simulate_clicks
 from sklearn_ltr.metrics import ndcg_score
+from sklearn_ltr.nn import gradient_reversal
 
 __all__ = [
     "CURVE_POSITIONS",
@@ -335,19 +336,6 @@ def click_log(labels, qid, *, w, protocol, sessions, rng, y_max, epsilon=0.1):
 # ----------------------------------------------------------------- reference trainer
 
 
-class _ReverseGradient(torch.autograd.Function):
-    """Identity forward; the backward multiplies the gradient by ``-scale``."""
-
-    @staticmethod
-    def forward(ctx, x, scale):
-        ctx.scale = scale
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return -ctx.scale * grad, None
-
-
 def _mlp(n_in):
     return nn.Sequential(nn.Linear(n_in, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 1))
 
@@ -379,7 +367,7 @@ class _ReferenceModel(nn.Module):
         o = self.observation_logit(positions)
         loss = nn.functional.binary_cross_entropy_with_logits(r + o, clicks)
         if self.method == "Gradient Reversal":
-            guess = self.adversary(_ReverseGradient.apply(o.unsqueeze(-1), self.reversal)).squeeze(-1)
+            guess = self.adversary(gradient_reversal(o.unsqueeze(-1), self.reversal)).squeeze(-1)
             loss = loss + nn.functional.mse_loss(guess, clicks)
         return loss
 

@@ -8,14 +8,13 @@ import sklearn
 import torch
 from scipy.stats import spearmanr
 from sklearn.model_selection import GridSearchCV, GroupKFold
-from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_ltr import RankNetRanker, ndcg_scorer
 from sklearn_ltr.datasets import make_ranking, simulate_clicks
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.nn._two_tower import TwoTowerClickLoss, TwoTowerScorer, click_log_likelihood, gradient_reversal
-from sklearn_ltr.preprocessing import Log1pTransformer
 from sklearn_ltr.rankers._two_tower import MissingPositionsWarning, TwoTowerDebiasedRanker
 
 FAST = {"hidden_sizes": (8,), "max_epochs": 2, "random_state": 0}
@@ -33,20 +32,12 @@ def clicks_data():
 
 
 @pytest.fixture(scope="module")
-def biased_study():
+def biased_study(three_page_click_log):
     """Strong position bias (examination 1/position) on 250 training queries shown 3 times each.
 
     Returns the click log (X, clicks, sessions, positions) and held-out queries with true labels.
     """
-    X, y, qid = make_ranking(n_queries=400, n_features=20, random_state=2)
-    train = qid < 250
-    X = make_pipeline(Log1pTransformer(), StandardScaler()).fit(X[train]).transform(X).astype(np.float32)
-    logs = [simulate_clicks(y[train], qid[train], w=0.6, y_max=4, random_state=20 + s) for s in range(3)]
-    positions = np.concatenate([p for p, _ in logs])
-    clicks = np.concatenate([c for _, c in logs])
-    sessions = np.concatenate([qid[train] + 1000 * s for s in range(3)])
-    log = np.tile(X[train], (3, 1)), clicks, sessions, positions
-    return log, (X[~train], y[~train], qid[~train])
+    return three_page_click_log(w=0.6)
 
 
 def test_two_tower_beats_single_tower_and_learns_a_falling_curve(biased_study):

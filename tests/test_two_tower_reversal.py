@@ -7,10 +7,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
-from sklearn_ltr.datasets import make_ranking, simulate_clicks
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.nn._two_tower import (
     ADVERSARY_RIDGE,
@@ -19,7 +16,6 @@ from sklearn_ltr.nn._two_tower import (
     gradient_reversal,
     linear_adversary_loss,
 )
-from sklearn_ltr.preprocessing import Log1pTransformer
 from sklearn_ltr.rankers._two_tower import TwoTowerDebiasedRanker
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -157,16 +153,9 @@ def test_reversal_weight_is_the_scale_of_the_reversed_gradient():
 
 
 @pytest.fixture(scope="module")
-def confounded_log():
+def confounded_log(three_page_click_log):
     """A logging ranker that sorts by relevance (w = 1), examination 1/position, three pages per query."""
-    X, y, qid = make_ranking(n_queries=400, n_features=20, random_state=2)
-    train = qid < 250
-    X = make_pipeline(Log1pTransformer(), StandardScaler()).fit(X[train]).transform(X).astype(np.float32)
-    pages = [simulate_clicks(y[train], qid[train], w=1.0, y_max=4, random_state=20 + s) for s in range(3)]
-    positions = np.concatenate([p for p, _ in pages])
-    clicks = np.concatenate([c for _, c in pages])
-    sessions = np.concatenate([qid[train] + 1000 * s for s in range(3)])
-    return (np.tile(X[train], (3, 1)), clicks, sessions, positions), (X[~train], y[~train], qid[~train])
+    return three_page_click_log(w=1.0)
 
 
 def _adversary_r2(ranker, X, positions):
