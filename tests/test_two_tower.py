@@ -14,7 +14,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_ltr import RankNetRanker, ndcg_scorer
 from sklearn_ltr.datasets import make_ranking, simulate_clicks
 from sklearn_ltr.metrics import ndcg_score
-from sklearn_ltr.nn._two_tower import TwoTowerClickLoss, TwoTowerScorer, click_log_likelihood, gradient_reversal
+from sklearn_ltr.nn._two_tower import TwoTowerScorer, gradient_reversal
+from sklearn_ltr.nn._two_tower_loss import TwoTowerClickLoss, click_log_likelihood
 from sklearn_ltr.rankers._two_tower import MissingPositionsWarning, TwoTowerDebiasedRanker
 
 FAST = {"hidden_sizes": (8,), "max_epochs": 2, "random_state": 0}

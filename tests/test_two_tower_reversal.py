@@ -9,13 +9,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from sklearn_ltr.metrics import ndcg_score
-from sklearn_ltr.nn._two_tower import (
-    ADVERSARY_RIDGE,
-    TwoTowerClickLoss,
-    TwoTowerScorer,
-    gradient_reversal,
-    linear_adversary_loss,
-)
+from sklearn_ltr.nn._two_tower import TwoTowerScorer, gradient_reversal
+from sklearn_ltr.nn._two_tower_loss import ADVERSARY_RIDGE, TwoTowerClickLoss, linear_adversary_loss
 from sklearn_ltr.rankers._two_tower import TwoTowerDebiasedRanker
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -38,13 +38,12 @@ from sklearn_ltr.nn._dasalc import DASALCNet
 from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
 from sklearn_ltr.nn._set_attention import InducedAttentionBlock, MultiheadAttentionBlock
 from sklearn_ltr.nn._setrank import SetRankNet
-from sklearn_ltr.nn._two_tower import (
+from sklearn_ltr.nn._two_tower import TwoTowerScorer, gradient_reversal
+from sklearn_ltr.nn._two_tower_loss import (
     COMBINATIONS,
     TwoTowerClickLoss,
     TwoTowerOutput,
-    TwoTowerScorer,
     click_log_likelihood,
-    gradient_reversal,
     linear_adversary_loss,
 )
 

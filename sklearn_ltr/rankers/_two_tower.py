@@ -13,7 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn_ltr._skorch import RankingNet
 from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.nn import ACTIVATIONS
-from sklearn_ltr.nn._two_tower import COMBINATIONS, REVERSAL_TARGETS, TwoTowerClickLoss, TwoTowerScorer
+from sklearn_ltr.nn._two_tower import TwoTowerScorer
+from sklearn_ltr.nn._two_tower_loss import COMBINATIONS, REVERSAL_TARGETS, TwoTowerClickLoss
 from sklearn_ltr.rankers._neural import NeuralRanker
 from sklearn_ltr.rankers._neural_params import positive_int_tuple
 from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions
@@ -124,7 +125,7 @@ class TwoTowerDebiasedRanker(NeuralRanker):
     so learns an :math:`o` that predicts less of the proxy: a flatter curve.
 
     The adversary is the least-squares line of the standardised proxy on :math:`o`, fitted
-    exactly on each batch with a ridge of 1 (``sklearn_ltr.nn._two_tower.linear_adversary_loss``);
+    exactly on each batch with a ridge of 1 (:func:`~sklearn_ltr.nn.linear_adversary_loss`);
     the reversal then amounts to the penalty :math:`\lambda\,\mathrm{cov}(o, \tilde t)^2 /
     (\mathrm{var}(o) + 1)`, at most :math:`\lambda`. This form is chosen for stability: a
     learned linear head on :math:`o` lets the reversed squared error grow with the scale of
