@@ -62,7 +62,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sklearn_ltr._groups import QueryGroups
-from sklearn_ltr._query_batches import QueryBatches, QueryDataset
+from sklearn_ltr.training._batches import QueryBatches, QueryDataset
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.losses import softmax_cross_entropy
 from sklearn_ltr.nn import DASALCNet, SetRankNet, _attention

@@ -96,7 +96,7 @@ def ours(X, y, groups, loss_name, epochs, batch_size, device):
 def padded_share(groups, batch_size, epochs=3):
     """Share of padded slots in RankNetRanker's shuffled, bucketed training batches."""
     from sklearn_ltr._groups import QueryGroups
-    from sklearn_ltr._query_batches import QueryBatches, QueryDataset
+    from sklearn_ltr.training._batches import QueryBatches, QueryDataset
 
     qg = QueryGroups(groups)
     dataset = QueryDataset({"X": torch.zeros(len(groups), 1)}, None, torch.as_tensor(qg.offsets))

@@ -94,7 +94,7 @@ def _vali_callbacks(vali, patience):
     from skorch.callbacks import Callback, EarlyStopping
 
     from sklearn_ltr._groups import QueryGroups
-    from sklearn_ltr._skorch import build_dataset
+    from sklearn_ltr.training._net import build_dataset
     from sklearn_ltr.metrics import ndcg_score
 
     class ValiNDCG(Callback):

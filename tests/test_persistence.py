@@ -122,7 +122,7 @@ def test_keep_training_state_keeps_the_whole_net(data, name):
 
 def test_inference_net_refuses_to_train(fitted, data):
     from sklearn_ltr._groups import QueryGroups
-    from sklearn_ltr._skorch import build_dataset
+    from sklearn_ltr.training._net import build_dataset
 
     X, y, qid, _, _ = data
     dataset = build_dataset(QueryGroups(qid), X.astype(np.float32), y)

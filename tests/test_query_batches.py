@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_ltr._groups import QueryGroups
-from sklearn_ltr._query_batches import QueryBatches, QueryDataset
+from sklearn_ltr.training._batches import QueryBatches, QueryDataset
 
 
 def _dataset(sizes, n_features=3, seed=0, shuffle_rows=True):

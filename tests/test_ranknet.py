@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback, LRScheduler
 
 from sklearn_ltr import RankNetRanker, ndcg_scorer
-from sklearn_ltr._skorch import build_dataset
+from sklearn_ltr.training._net import build_dataset
 from sklearn_ltr.datasets import load_svmlight_ranking, make_ranking
 from sklearn_ltr.exceptions import NonFiniteLossError, TrainingInterruptedWarning
 from sklearn_ltr.metrics import ndcg_score, swapped_pairs
@@ -340,7 +340,7 @@ def test_bad_loss_params_name_loss_params(data, options):
 
 
 def test_a_query_too_long_for_memory_is_refused_before_training(monkeypatch):
-    from sklearn_ltr import _memory
+    from sklearn_ltr.training import _memory
 
     monkeypatch.setattr(_memory, "available_memory", lambda device: 2 * 10**9)  # 2 GB free
     X = np.random.default_rng(0).normal(size=(12_000, 3)).astype(np.float32)
@@ -365,7 +365,7 @@ def _last_error(ranker, X, y):
 
 
 def test_memory_estimate_of_a_batch_by_hand():
-    from sklearn_ltr._memory import batch_bytes
+    from sklearn_ltr.training._memory import batch_bytes
 
     # 2 lists of 1,000 documents, 8 [L, L] float32 tensors per list and 10 values per document.
     assert batch_bytes(2, 1000, quadratic=8, linear=10) == 4 * (2000 * 10 + 2 * 1000**2 * 8)

@@ -110,21 +110,20 @@ def _uneven_batch():
 
 
 def _sharded_adversary(rank, init_file, out_dir):
-    from sklearn_ltr.nn import _mlp
+    from sklearn_ltr.training._distributed import all_reduce_sum
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
-    _mlp.SYNC_BATCH_NORM = True  # as during data-parallel training
     try:
         o, t, mask, weights = _uneven_batch()
         local = slice(rank, None, 2)  # the queries of this process, as ShardedQueryBatches deals them
         o_local = o[local].clone().requires_grad_()
         share = weights[local].sum() / weights.sum()
-        loss = linear_adversary_loss(o_local, t[local], mask[local], weights[local]) * share
+        # As during data-parallel training: the statistics of the global batch.
+        loss = linear_adversary_loss(o_local, t[local], mask[local], weights[local], reduce_sum=all_reduce_sum) * share
         loss.backward()
         torch.save({"loss": loss.detach(), "grad": o_local.grad}, os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
-        _mlp.SYNC_BATCH_NORM = False
         dist.destroy_process_group()
 
 

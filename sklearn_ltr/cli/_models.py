@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from skorch.callbacks import Callback
 
 from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._errors import CLIError
@@ -124,34 +123,6 @@ def _preprocessing_steps(kind):
             "log1p-standardize": [("log1p", Log1pTransformer()), ("scale", StandardScaler())]}[kind]
 
 
-class ValidationFile(Callback):
-    """skorch callback: NDCG@10 of a separate validation set after each epoch, as ``vali_ndcg@10``.
-
-    Holds the (preprocessed) validation rows until training ends, then drops them.
-    """
-
-    def __init__(self, X, y, groups):
-        self.X, self.y, self.groups = X, y, groups
-
-    def on_train_begin(self, net, **kwargs):
-        from sklearn_ltr._groups import QueryGroups
-        from sklearn_ltr._skorch import build_dataset
-
-        self.query_groups_ = QueryGroups(self.groups)
-        self.dataset_ = build_dataset(self.query_groups_, self.X)
-
-    def on_epoch_end(self, net, **kwargs):
-        from sklearn_ltr.metrics import ndcg_score
-
-        scores = self.query_groups_.unsort(net.score_rows(self.dataset_))
-        value = ndcg_score(self.y, scores, self.groups, k=10) if np.isfinite(scores).all() else float("nan")
-        net.history.record("vali_ndcg@10", value)
-        net.module_.train()  # score_rows left the module in eval mode
-
-    def on_train_end(self, net, **kwargs):
-        self.X = self.y = self.groups = self.query_groups_ = self.dataset_ = None
-
-
 def _strip_cli_callbacks(ranker):
     """Remove the command line's callbacks (and the validation data they hold) from a fitted ranker.
 
@@ -201,7 +172,11 @@ def _fit_neural(ranker, train, valid, *, extras, early_stopping, progress, desc,
 
     callbacks = []
     if valid is not None:
-        callbacks.append((_PREFIX + "vali_ndcg", ValidationFile(*valid)))
+        from sklearn_ltr.training import ValidationNDCG
+
+        X_valid, y_valid, groups_valid = valid
+        callbacks.append((_PREFIX + "vali_ndcg", ValidationNDCG(10, X=X_valid, y=y_valid, groups=groups_valid,
+                                                               name="vali_ndcg@10")))
         if early_stopping:
             callbacks.append((_PREFIX + "early_stopping", EarlyStopping(
                 monitor="vali_ndcg@10", lower_is_better=False, patience=ranker.n_iter_no_change, load_best=True)))

@@ -35,6 +35,9 @@ Losses that take no relevant document into account (ListMLE, RankNet with ties, 
 Use :func:`get_loss` to resolve a name (``"ranknet"``, ``"softmax"``, ...; see
 :data:`LOSSES` and :data:`ALIASES`) or a callable, with options bound. :func:`gumbel_loss`
 averages any loss over Gumbel-perturbed scores (the two Gumbel losses are defined with it).
+:func:`register_loss` adds a loss under a name, with its declared memory cost
+(:data:`LOSS_MEMORY`, ``[list, list]`` tensors per list), which the neural rankers' memory
+check reads before training; a loss registered without a cost is refused.
 
 Examples
 --------
@@ -88,7 +91,7 @@ from sklearn_ltr.losses._listwise import attention_rank, listmle, softmax_cross_
 from sklearn_ltr.losses._neuralsort import gumbel_neuralsort_ndcg, neuralsort_ndcg
 from sklearn_ltr.losses._pairwise import lambdarank, ranknet
 from sklearn_ltr.losses._pointwise import sigmoid_cross_entropy
-from sklearn_ltr.losses._registry import get_loss
+from sklearn_ltr.losses._registry import get_loss, pairwise_tensors, register_loss, unregister_loss
 
 # Bound here, with ``#:`` comments, so that autodoc documents them as
 # ``sklearn_ltr.losses.LOSSES`` and ``sklearn_ltr.losses.ALIASES`` (the same dict objects).
@@ -101,9 +104,15 @@ LOSSES = _registry.LOSSES
 #: ``"lambda"``, ``"dlcm"``, ...), each mapped to its canonical name in :data:`LOSSES`.
 ALIASES = _registry.ALIASES
 
+#: dict of str to int: the declared memory cost of each loss of :data:`LOSSES`, in
+#: ``[list, list]`` float32 tensors per list during a training step (0: linear in the list
+#: length). Set by :func:`register_loss`; the neural rankers' memory check reads it.
+LOSS_MEMORY = _registry.LOSS_MEMORY
+
 __all__ = [
     "ALIASES",
     "LOSSES",
+    "LOSS_MEMORY",
     "approx_ndcg",
     "attention_rank",
     "get_loss",
@@ -113,7 +122,10 @@ __all__ = [
     "lambdarank",
     "listmle",
     "neuralsort_ndcg",
+    "pairwise_tensors",
     "ranknet",
+    "register_loss",
     "sigmoid_cross_entropy",
     "softmax_cross_entropy",
+    "unregister_loss",
 ]

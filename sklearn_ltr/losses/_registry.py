@@ -1,4 +1,10 @@
-"""Loss registry: names (and aliases) to functions, and ``get_loss``."""
+"""Loss registry: names (and aliases) to functions with their declared memory cost, and ``get_loss``.
+
+Every loss is registered with :func:`register_loss`, which records its memory cost: how many
+``[list, list]`` float32 tensors one list holds during a training step (forward and backward),
+0 for a loss linear in the list length. The neural rankers' memory check reads that
+declaration (:func:`pairwise_tensors`); a loss registered without one is refused.
+"""
 
 from __future__ import annotations
 
@@ -11,21 +17,14 @@ from sklearn_ltr.losses._neuralsort import gumbel_neuralsort_ndcg, neuralsort_nd
 from sklearn_ltr.losses._pairwise import lambdarank, ranknet
 from sklearn_ltr.losses._pointwise import sigmoid_cross_entropy
 
-__all__ = ["ALIASES", "LOSSES", "get_loss"]
+__all__ = ["ALIASES", "LOSSES", "LOSS_MEMORY", "get_loss", "pairwise_tensors", "register_loss", "unregister_loss"]
 
-#: Canonical names of the ten losses (the DASALC paper's loss comparison, plus ListMLE).
-LOSSES = {
-    "sigmoid_ce": sigmoid_cross_entropy,
-    "ranknet": ranknet,
-    "lambdarank": lambdarank,
-    "softmax": softmax_cross_entropy,
-    "approx_ndcg": approx_ndcg,
-    "gumbel_approx_ndcg": gumbel_approx_ndcg,
-    "neuralsort_ndcg": neuralsort_ndcg,
-    "gumbel_neuralsort_ndcg": gumbel_neuralsort_ndcg,
-    "attention_rank": attention_rank,
-    "listmle": listmle,
-}
+#: Canonical names of the losses (the DASALC paper's loss comparison, plus ListMLE), filled by
+#: :func:`register_loss` below.
+LOSSES = {}
+
+#: Canonical name -> ``[list, list]`` float32 tensors per list in one training step (0: linear).
+LOSS_MEMORY = {}
 
 #: Other accepted spellings, each mapped to its canonical name.
 ALIASES = {
@@ -46,6 +45,88 @@ ALIASES = {
     "dlcm": "attention_rank",
     "list_mle": "listmle",
 }
+
+
+# Peaks measured on CPU with one list of 3,000 documents (benchmarks/bench_loss_memory.py), rounded up.
+_BUILTIN = (
+    ("sigmoid_ce", sigmoid_cross_entropy, 0),
+    ("ranknet", ranknet, 8),
+    ("lambdarank", lambdarank, 10),
+    ("softmax", softmax_cross_entropy, 0),
+    ("approx_ndcg", approx_ndcg, 5),
+    ("gumbel_approx_ndcg", gumbel_approx_ndcg, 5),
+    ("neuralsort_ndcg", neuralsort_ndcg, 7),
+    ("gumbel_neuralsort_ndcg", gumbel_neuralsort_ndcg, 7),
+    ("attention_rank", attention_rank, 0),
+    ("listmle", listmle, 0),
+)
+
+
+def register_loss(name, function, *, pairwise_tensors, aliases=()):
+    """Register ``function`` as the loss ``name``, with its memory cost.
+
+    Parameters
+    ----------
+    name : str
+        Canonical name (lower case, ``_`` between words), usable as ``loss=name``.
+    function : callable
+        ``function(scores, labels, mask=None, **options) -> tensor``, a module-level function
+        (so that a bound :func:`functools.partial` pickles).
+    pairwise_tensors : int
+        ``[list, list]`` float32 tensors that one list holds in a training step, forward and
+        backward (measure the peak on one long list); 0 for a loss linear in the list length.
+        Required: the memory check reads it before training.
+    aliases : iterable of str, default=()
+        Other spellings mapped to ``name``.
+
+    Returns
+    -------
+    function : callable
+        ``function`` unchanged (so that this works as ``register_loss(...)(f)`` style code too).
+
+    Raises
+    ------
+    TypeError
+        When ``pairwise_tensors`` is missing or not a non-negative integer.
+    ValueError
+        When ``name`` or an alias is taken.
+    """
+    if isinstance(pairwise_tensors, bool) or not isinstance(pairwise_tensors, int) or pairwise_tensors < 0:
+        raise TypeError(
+            f"register_loss({name!r}): pairwise_tensors must be the number of [list, list] float32 tensors one "
+            f"list holds in a training step (0 for a loss linear in the list length); got {pairwise_tensors!r}."
+        )
+    if not callable(function):
+        raise TypeError(f"register_loss({name!r}): the loss must be callable; got {type(function).__name__}.")
+    taken = sorted({name, *aliases} & (set(LOSSES) | set(ALIASES)))
+    if taken:
+        raise ValueError(f"register_loss({name!r}): {taken} already name a loss; unregister_loss first.")
+    LOSSES[name] = function
+    LOSS_MEMORY[name] = pairwise_tensors
+    ALIASES.update({alias: name for alias in aliases})
+    return function
+
+
+def unregister_loss(name):
+    """Remove the loss ``name`` (canonical) and its aliases from the registry."""
+    LOSSES.pop(name)
+    LOSS_MEMORY.pop(name)
+    for alias in [alias for alias, target in ALIASES.items() if target == name]:
+        del ALIASES[alias]
+
+
+def pairwise_tensors(loss):
+    """Declared ``[list, list]`` tensors per list of ``loss`` (a name, a function or a partial of one).
+
+    Returns ``None`` for a callable that was never registered: its cost is unknown.
+    """
+    if isinstance(loss, str):
+        return LOSS_MEMORY[_canonical(loss)]
+    function = loss.func if isinstance(loss, functools.partial) else loss
+    for name, registered in LOSSES.items():
+        if registered is function:
+            return LOSS_MEMORY[name]
+    return None
 
 
 def _canonical(name):
@@ -138,3 +219,7 @@ def get_loss(loss, **options):
         return function
     _check_options(function, options)
     return functools.partial(function, **options)
+
+
+for _name, _function, _tensors in _BUILTIN:
+    LOSSES[_name], LOSS_MEMORY[_name] = _function, _tensors

@@ -34,8 +34,9 @@ Sequential(
 """
 
 from sklearn_ltr.nn._attention import MultiHeadAttention, SelfAttentionLayer
+from sklearn_ltr.nn._cost import ModuleCost
 from sklearn_ltr.nn._dasalc import DASALCNet
-from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
+from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores, set_reduce_sum
 from sklearn_ltr.nn._set_attention import InducedAttentionBlock, MultiheadAttentionBlock
 from sklearn_ltr.nn._setrank import SetRankNet
 from sklearn_ltr.nn._two_tower import TwoTowerScorer, gradient_reversal
@@ -53,6 +54,7 @@ __all__ = [
     "DASALCNet",
     "InducedAttentionBlock",
     "MLPScorer",
+    "ModuleCost",
     "MultiHeadAttention",
     "MultiheadAttentionBlock",
     "SelfAttentionLayer",
@@ -64,4 +66,5 @@ __all__ = [
     "gradient_reversal",
     "linear_adversary_loss",
     "scatter_scores",
+    "set_reduce_sum",
 ]

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from sklearn_ltr.nn._attention import Dropout, SelfAttentionLayer, pad_rows
+from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
 from sklearn_ltr.nn._mlp import _MaskedBatchNorm, scatter_scores
 
 __all__ = ["DASALCNet"]
@@ -131,6 +132,13 @@ class DASALCNet(nn.Module):
     >>> torch.equal(net(X, mask), net(X, mask))
     True
     """
+
+    @classmethod
+    def memory_cost(cls, **kwargs):
+        """:class:`~sklearn_ltr.nn._cost.ModuleCost`: the tower's layers plus q, k, v of every attention layer."""
+        a = bound_arguments(cls, kwargs)
+        width = a["hidden_size"] * (a["n_layers"] + 2) + 3 * a["n_heads"] * a["head_size"] * a["n_attention_layers"]
+        return ModuleCost(a["n_attention_layers"], a["n_heads"], width)
 
     def __init__(
         self, n_features, hidden_size=512, n_layers=2, dropout=0.4, log1p=True, noise_std=1.5,

@@ -14,7 +14,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["ACTIVATIONS", "MLPScorer", "scatter_scores"]
+from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
+
+__all__ = ["ACTIVATIONS", "MLPScorer", "scatter_scores", "set_reduce_sum"]
 
 #: Hidden-layer activations by name: the ``activation`` values of :class:`MLPScorer`,
 #: :class:`TwoTowerScorer`, ``RankNetRanker`` and ``TwoTowerDebiasedRanker``. Each value is a
@@ -64,40 +66,35 @@ def scatter_scores(values, mask):
     return out
 
 
-#: True while data-parallel training runs (``sklearn_ltr._distributed``): the batch statistics of
-#: every :class:`_MaskedBatchNorm` are then those of the global batch, reduced over all processes.
-SYNC_BATCH_NORM = False
+def set_reduce_sum(module, reduce_sum):
+    """Give every submodule of ``module`` that reduces batch statistics the function summing over processes.
+
+    Data-parallel training (:mod:`sklearn_ltr.training`) passes a differentiable
+    ``reduce_sum(tensor) -> tensor`` that sums over every process, so that batch statistics
+    are those of the global batch; ``None`` restores local statistics. The modules that take
+    it declare a ``reduce_sum`` attribute (:class:`_MaskedBatchNorm`, the two-tower click
+    loss); the others are left alone.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A scorer or a criterion.
+    reduce_sum : callable or None
+        Sum over processes, or ``None``.
+    """
+    for submodule in module.modules():
+        if hasattr(type(submodule), "reduce_sum"):
+            submodule.reduce_sum = reduce_sum
 
 
-class _AllReduceSum(torch.autograd.Function):
-    """Sum over every process; the gradient of each input is the sum of the outputs' gradients."""
-
-    @staticmethod
-    def forward(ctx, tensor):
-        import torch.distributed as dist
-
-        tensor = tensor.clone()
-        dist.all_reduce(tensor)
-        return tensor
-
-    @staticmethod
-    def backward(ctx, grad):
-        import torch.distributed as dist
-
-        grad = grad.clone()
-        dist.all_reduce(grad)
-        return grad
-
-
-def _global_moments(x):
+def _global_moments(x, reduce_sum):
     """Mean, biased variance and count of the rows of ``x`` over every process (autograd flows through)."""
-    all_reduce = _AllReduceSum.apply
     count = torch.full((1,), float(x.shape[0]), dtype=x.dtype, device=x.device)
-    sums = all_reduce(torch.cat([x.sum(dim=0), count]))
+    sums = reduce_sum(torch.cat([x.sum(dim=0), count]))
     n = sums[-1]
     mean = sums[:-1] / n.clamp(min=1.0)
     # Two passes, as torch's own batch norm: E[(x - mean)^2] loses less precision than E[x^2] - mean^2.
-    var = all_reduce(((x - mean) ** 2).sum(dim=0)) / n.clamp(min=1.0)
+    var = reduce_sum(((x - mean) ** 2).sum(dim=0)) / n.clamp(min=1.0)
     return mean, var, n
 
 
@@ -106,13 +103,16 @@ class _MaskedBatchNorm(nn.BatchNorm1d):
 
     With a single document the batch variance is undefined; the running
     statistics are used instead of failing. During data-parallel training
-    (:data:`SYNC_BATCH_NORM`) the statistics are those of the global batch, so
-    that N processes train the model one process would (torch's ``SyncBatchNorm``
-    runs on GPUs only; this also runs on CPU with the gloo backend).
+    (``reduce_sum`` set by :func:`set_reduce_sum`) the statistics are those of the
+    global batch, so that N processes train the model one process would (torch's
+    ``SyncBatchNorm`` runs on GPUs only; this also runs on CPU with the gloo backend).
     """
 
+    #: Sum over the processes of data-parallel training, or None (local statistics).
+    reduce_sum = None
+
     def forward(self, x):
-        if self.training and SYNC_BATCH_NORM:
+        if self.training and self.reduce_sum is not None:
             return self._synced_forward(x)
         if self.training and x.shape[0] < 2:
             return self._running_forward(x)
@@ -124,7 +124,7 @@ class _MaskedBatchNorm(nn.BatchNorm1d):
         )
 
     def _synced_forward(self, x):
-        mean, var, n = _global_moments(x)
+        mean, var, n = _global_moments(x, self.reduce_sum)
         n_rows = int(n.item())
         if n_rows < 2:
             return self._running_forward(x)
@@ -194,6 +194,12 @@ class MLPScorer(nn.Module):
     >>> torch.equal(scores_other[1], scores[1]), torch.equal(scores_other[0, 0], scores[0, 0])
     (True, True)
     """
+
+    @classmethod
+    def memory_cost(cls, **kwargs):
+        """:class:`~sklearn_ltr.nn._cost.ModuleCost` of the module built with ``kwargs``: no attention."""
+        arguments = bound_arguments(cls, kwargs)
+        return ModuleCost(activation_width=sum(arguments["hidden_sizes"]) + 1)
 
     def __init__(self, n_features, hidden_sizes=(64, 32), activation="relu", dropout=0.0, batch_norm=False):
         super().__init__()

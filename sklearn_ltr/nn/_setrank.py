@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
 from sklearn_ltr.nn._mlp import scatter_scores
 from sklearn_ltr.nn._set_attention import InducedAttentionBlock, MultiheadAttentionBlock
 
@@ -106,6 +107,17 @@ class SetRankNet(nn.Module):
     ...     net(X, mask, initial_rank=initial_rank).shape
     torch.Size([2, 5])
     """
+
+    @classmethod
+    def memory_cost(cls, **kwargs):
+        """:class:`~sklearn_ltr.nn._cost.ModuleCost`: MSAB blocks attend over the list (``[L, L]``), IMSAB
+        blocks over inducing points (linear in ``L``)."""
+        a = bound_arguments(cls, kwargs)
+        d_model, heads, blocks = a["d_model"], a["n_heads"], a["n_blocks"]
+        ff_size = 2 * d_model if a["ff_size"] is None else a["ff_size"]
+        inducing = 2 * a["n_inducing_points"] * heads if a["block"] == "imsab" else 0
+        width = blocks * (4 * d_model + ff_size + inducing) + d_model
+        return ModuleCost(blocks, heads, width) if a["block"] == "msab" else ModuleCost(activation_width=width)
 
     def __init__(
         self, n_features, d_model=128, n_blocks=2, n_heads=4, block="msab", n_inducing_points=20, ff_size=None,

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
 from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
 
 # The loss side lives in _two_tower_loss; its names stay importable from here, the path under
@@ -178,6 +179,12 @@ class TwoTowerScorer(nn.Module):
     >>> logits.shape, bool(logits[1] == logits[2])
     (torch.Size([3]), True)
     """
+
+    @classmethod
+    def memory_cost(cls, **kwargs):
+        """:class:`~sklearn_ltr.nn._cost.ModuleCost`: both towers' layers, no attention."""
+        a = bound_arguments(cls, kwargs)
+        return ModuleCost(activation_width=sum(a["hidden_sizes"]) + sum(a["observation_hidden_sizes"]) + 2)
 
     def __init__(self, n_features, hidden_sizes=(64, 32), activation="relu", dropout=0.0, batch_norm=False, *,
                  n_bias_features=None, max_position=50, observation_hidden_sizes=(), observation_dropout=0.0,

@@ -15,8 +15,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sklearn_ltr.nn import _mlp as _mlp_module
-
 __all__ = ["ADVERSARY_RIDGE", "COMBINATIONS", "REVERSAL_TARGETS", "TwoTowerClickLoss", "TwoTowerOutput",
            "click_log_likelihood", "linear_adversary_loss"]
 
@@ -147,7 +145,8 @@ def _row_weights(mask, weights):
     return torch.where(mask, query / n_docs, 0.0)
 
 
-def linear_adversary_loss(observation, target, mask, weights=None, *, ridge=ADVERSARY_RIDGE, eps=1e-4):
+def linear_adversary_loss(observation, target, mask, weights=None, *, ridge=ADVERSARY_RIDGE, eps=1e-4,
+                          reduce_sum=None):
     r"""Squared error of the best linear prediction of the standardised target from the observation logit.
 
     The adversary of gradient reversal, solved exactly on each batch rather than trained by
@@ -192,6 +191,9 @@ def linear_adversary_loss(observation, target, mask, weights=None, *, ridge=ADVE
         observation logits are treated as nearly flat.
     eps : float, default=1e-4
         :math:`\epsilon`, which keeps a near-constant target from being blown up to unit variance.
+    reduce_sum : callable, default=None
+        Sum of a tensor over the processes of data-parallel training, so that the line is
+        fitted on the global batch; ``None`` fits it on this batch.
 
     Returns
     -------
@@ -231,10 +233,8 @@ def linear_adversary_loss(observation, target, mask, weights=None, *, ridge=ADVE
         o_row, t_row = torch.where(mask, o, 0.0), torch.where(mask, t, 0.0)
         sums = torch.stack([row.sum(), (row * o_row).sum(), (row * o_row * o_row).sum(), (row * t_row).sum(),
                             (row * t_row * t_row).sum(), (row * o_row * t_row).sum()])
-        if _mlp_module.SYNC_BATCH_NORM:  # data-parallel training: the statistics of the global batch
-            import torch.distributed as dist
-
-            dist.all_reduce(sums)
+        if reduce_sum is not None:  # data-parallel training: the statistics of the global batch
+            sums = reduce_sum(sums)
         total = sums[0].clamp(min=torch.finfo(torch.float64).tiny)
         mean_o, mean_t = sums[1] / total, sums[3] / total
         var_o = (sums[2] / total - mean_o**2).clamp(min=0.0)
@@ -299,6 +299,9 @@ class TwoTowerClickLoss(nn.Module):
     True
     """
 
+    #: Sum over the processes of data-parallel training (set by ``nn.set_reduce_sum``), or None.
+    reduce_sum = None
+
     def __init__(self, combination="additive", reversal_target="relevance", adversary_ridge=ADVERSARY_RIDGE):
         super().__init__()
         self.combination = combination
@@ -335,5 +338,5 @@ class TwoTowerClickLoss(nn.Module):
         if output.adversary is not None:
             target = clicks if self.reversal_target == "clicks" else torch.sigmoid(relevance).detach()
             loss = loss + linear_adversary_loss(output.adversary.float(), target, mask, weights,
-                                                ridge=self.adversary_ridge)
+                                                ridge=self.adversary_ridge, reduce_sum=self.reduce_sum)
         return loss

@@ -155,11 +155,7 @@ class DASALCRanker(NeuralRanker):
         tags.ranker_tags.list_context = True
         return tags
 
-    def _attention_shape(self):
-        return self.n_attention_layers, self.n_heads
 
-    def _activation_width(self):
-        return self.hidden_size * (self.n_layers + 2) + 3 * self.n_heads * self.head_size * self.n_attention_layers
 
     def _module_spec(self, n_features):
         return DASALCNet, {

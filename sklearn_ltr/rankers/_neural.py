@@ -2,59 +2,48 @@
 
 Subclasses declare their own parameters (see :mod:`~sklearn_ltr.rankers._neural_params`)
 and the torch module to build; this base validates the data and every parameter, builds
-the private skorch :class:`~sklearn_ltr._skorch.RankingNet`, checks the memory of the
-largest batch, trains, and predicts one score per row in input order.
+the net of the training layer (:mod:`sklearn_ltr.training`), checks the memory of the
+largest batch from the costs the module and the loss declare, trains, and predicts one
+score per row in input order.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
-import itertools
 import numbers
 import warnings
 
 import numpy as np
 from skorch.callbacks import EarlyStopping, ProgressBar
 
+from sklearn_ltr._blocks import check_finite_scores, query_blocks
 from sklearn_ltr._groups import QueryGroups, check_query_weights
-from sklearn_ltr._memory import check_training_memory, prediction_batch_size
-from sklearn_ltr._skorch import QuerySplit, RankingLoss, RankingNet, ValidationNDCG, build_dataset, resolve_device
 from sklearn_ltr.base import BaseRanker, resolve_groups
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
-from sklearn_ltr.losses import get_loss
+from sklearn_ltr.losses import get_loss, pairwise_tensors
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
+from sklearn_ltr.training import ValidationNDCG
+from sklearn_ltr.training._device import resolve_device
+from sklearn_ltr.training._distributed import net_class_for
+from sklearn_ltr.training._memory import (
+    available_memory,
+    check_training_memory,
+    memory_terms,
+    module_cost,
+    prediction_documents,
+)
+from sklearn_ltr.training._net import QuerySplit, RankingLoss, RankingNet, build_dataset
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, validate_estimator_params
 
-__all__ = ["OPTIMIZERS", "NeuralRanker", "canonical_row_order", "query_blocks"]
+__all__ = ["OPTIMIZERS", "NeuralRanker", "canonical_row_order"]
 
 #: Rows per pseudo-query when a pointwise scorer predicts: it has no list context.
 _PREDICT_CHUNK = 1024
 
-#: Documents per prediction block (whole queries; a longer query is a block of its own): the
+#: Rows per prediction block (whole queries; a longer query is a block of its own): the
 #: float32 copy of a block is what predict adds to memory (about 36 MB for 136 features).
 _PREDICT_DOCUMENTS = 1 << 16
-
-#: ``[L, L]`` float32 tensors per list that a loss holds in one training step (forward and
-#: backward), rounded up from peaks measured on CPU; losses not listed are linear in ``L``.
-_LOSS_QUADRATIC = {
-    "ranknet": 8, "lambdarank": 10, "approx_ndcg": 5, "gumbel_approx_ndcg": 5,
-    "neuralsort_ndcg": 7, "gumbel_neuralsort_ndcg": 7,
-}  # fmt: skip
-
-
-def query_blocks(query_groups, documents):
-    """Input-row indices of consecutive blocks of whole queries, each of about ``documents`` rows.
-
-    A query starts a new block when its first row would lie past a multiple of
-    ``documents``: a block holds at most ``documents`` rows plus one query's.
-    """
-    starts = query_groups.offsets[:-1]
-    block_of_query = starts // documents
-    edges = np.flatnonzero(np.diff(block_of_query)) + 1
-    bounds = np.concatenate(([0], query_groups.offsets[edges], [query_groups.n_samples]))
-    order = query_groups.order
-    return [order[lo:hi] for lo, hi in itertools.pairwise(bounds) if hi > lo]
 
 
 def canonical_row_order(X):
@@ -73,17 +62,18 @@ class NeuralRanker(NeuralParameters, BaseRanker):
 
     Subclasses declare their parameters (``_module_parameters``, ``_default_loss``, their
     ``_parameter_constraints``) and implement :meth:`_module_spec`. Hooks a subclass may
-    override instead of rewriting the net: :meth:`_criterion_spec`, :attr:`_net_class`,
-    :meth:`_net_extras` (e.g. optimiser parameter groups), :meth:`_attention_shape` and
-    :meth:`_activation_width` (the memory estimate). List-context models set
-    ``ranker_tags.list_context`` in ``__sklearn_tags__``.
+    override instead of rewriting the net: :meth:`_criterion_spec` and :meth:`_net_extras`
+    (e.g. optimiser parameter groups). The memory estimate reads the costs that the module
+    (``memory_cost``) and the loss (:func:`~sklearn_ltr.losses.register_loss`) declare.
+    List-context models set ``ranker_tags.list_context`` in ``__sklearn_tags__``.
     """
 
     # Per-query weights travel with the queries, like ``groups``.
     __metadata_request__fit = {"groups": True, "sample_weight": True}  # noqa: RUF012
 
-    #: The skorch net class that trains the module.
+    #: The net that trains the module, and its data-parallel twin (None: DataParallelRankingNet).
     _net_class = RankingNet
+    _data_parallel_net_class = None
 
     def _module_spec(self, n_features):
         """Return ``(module_class, kwargs)`` of the torch module for ``n_features`` inputs."""
@@ -108,14 +98,6 @@ class NeuralRanker(NeuralParameters, BaseRanker):
     def _net_extras(self):
         """Further keyword arguments of the skorch net (e.g. optimiser parameter groups)."""
         return {}
-
-    def _attention_shape(self):
-        """``(layers, heads)`` of the self-attention over each list (memory ``O(L^2)`` per head)."""
-        return 0, 0
-
-    def _activation_width(self):
-        """Activations per document in the forward pass (sum of layer widths)."""
-        return 0
 
     def _prepare_training(self, X, y, query_groups, extras):
         """Check the target and the extra per-row inputs; return ``(y, extras)`` to train on."""
@@ -159,7 +141,9 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         criterion, criterion_kwargs = self._criterion_spec()
         callbacks, fraction = self._callbacks()
         seed, split_seed = self._seeds()
-        return self._net_class(
+        net_class = net_class_for(self.distributed, owner=type(self).__name__, plain=self._net_class,
+                                  data_parallel=self._data_parallel_net_class)
+        return net_class(
             module,
             criterion=criterion,
             optimizer=OPTIMIZERS.get(self.optimizer, self.optimizer),
@@ -173,30 +157,29 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             verbose=int(self.verbose),
             max_list_length=self.max_list_length,
             random_state=seed,
+            precision=self._precision(),
             **{f"criterion__{key}": value for key, value in criterion_kwargs.items()},
             **{f"module__{key}": value for key, value in module_kwargs.items()},
             **self._net_extras(),
         )
 
-    def _loss_quadratic(self):
-        """``[L, L]`` tensors per list that the training loss holds (0 for a loss linear in ``L``)."""
+    def _precision(self):
+        return getattr(self, "precision", "32-true")
+
+    def _loss_tensors(self):
+        """``[L, L]`` tensors per list that the training loss declares (0 when linear or unknown)."""
         loss = getattr(self, "loss", None)
         if loss is None:
             return 0
-        function = get_loss(loss) if isinstance(loss, str) else loss
-        samples = (self.loss_params or {}).get("n_samples", 1)
-        return _LOSS_QUADRATIC.get(getattr(function, "__name__", ""), 0) * samples
+        tensors = pairwise_tensors(loss)
+        if tensors is None:  # a callable never registered: see _warn_undeclared_loss
+            return 0
+        return tensors * (self.loss_params or {}).get("n_samples", 1)
 
     def _memory_terms(self, n_features, *, training):
         """``(quadratic, linear)`` float32 values per list and per document of one batch."""
-        layers, heads = self._attention_shape()
-        if training:
-            quadratic = 4 * layers * heads + (2 if layers else 0) + self._loss_quadratic()
-            linear = 2 * n_features + 6 * self._activation_width()
-        else:
-            quadratic = 2 * heads + 1 if layers else 0
-            linear = n_features + 2 * self._activation_width()
-        return quadratic, linear
+        cost = module_cost(*self._module_spec(n_features))
+        return memory_terms(cost, self._loss_tensors() if training else 0, n_features, training=training)
 
     def _loss_name(self):
         loss = getattr(self, "loss", None)
@@ -234,10 +217,6 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         if query_weights is not None:
             self._check_loss_takes_weights()
         net = self._build_net(X.shape[1])
-        if self.distributed:  # this process's share of each batch (torchrun / accelerate launch)
-            from sklearn_ltr._distributed import data_parallel
-
-            net = data_parallel(net, owner=type(self).__name__)
         self._check_training_memory(query_groups.sizes, X.shape[1], net.device)
         net.fit(build_dataset(query_groups, X, y, query_weights=query_weights, **extras))
         self.net_ = net
@@ -275,17 +254,36 @@ class NeuralRanker(NeuralParameters, BaseRanker):
 
     def _check_training_memory(self, sizes, n_features, device):
         quadratic, linear = self._memory_terms(n_features, training=True)
-        layers, heads = self._attention_shape()
+        cost = module_cost(*self._module_spec(n_features))
         holders = []
-        if self._loss_quadratic():
+        if self._loss_tensors():
             holders.append(f"the loss {self._loss_name()!r} (pairwise terms)")
-        if layers:
-            holders.append(f"self-attention ({layers} layers x {heads} heads)")
+        if cost.attention_layers:
+            holders.append(f"self-attention ({cost.attention_layers} layers x {cost.attention_heads} heads)")
+        sizes = np.asarray(sizes)
+        self._warn_undeclared_loss(sizes, device)
         check_training_memory(
-            owner=type(self).__name__, sizes=np.asarray(sizes), batch_size=self.batch_size,
+            owner=type(self).__name__, sizes=sizes, batch_size=self.batch_size,
             max_list_length=self.max_list_length, quadratic=quadratic, linear=linear, device=device,
             what=" and ".join(holders) or "the activations",
         )
+
+    def _warn_undeclared_loss(self, sizes, device):
+        """Warn when a loss of unknown memory cost could, if pairwise, not fit: never a silent linear guess."""
+        loss = getattr(self, "loss", None)
+        if loss is None or len(sizes) == 0 or pairwise_tensors(loss) is not None:
+            return
+        longest = int(sizes.max()) if self.max_list_length is None else min(int(sizes.max()), self.max_list_length)
+        n_lists = min(int(self.batch_size), len(sizes))
+        free = available_memory(device)
+        one_pairwise_tensor = 4 * n_lists * longest**2
+        if free is not None and one_pairwise_tensor > 0.01 * free:
+            warnings.warn(
+                f"{type(self).__name__}: the loss {self._loss_name()!r} declares no memory cost, so fit cannot check "
+                f"that its largest batch ({n_lists} lists of {longest} documents) fits: one [list, list] tensor of "
+                f"it takes {one_pairwise_tensor / 1e9:.2f} GB. Register it with sklearn_ltr.losses.register_loss("
+                f"name, function, pairwise_tensors=...) and pass its name.", UserWarning, stacklevel=4,
+            )
 
     @property
     def history_(self):
@@ -294,9 +292,6 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         Per-batch losses (``history_[:, "batches"]``) are kept only with ``keep_training_state=True``.
         """
         return self.net_.history
-
-    def _prediction_groups(self, groups, n_samples):
-        return resolve_groups(groups, n_samples, method="predict")
 
     def predict(self, X, groups=None):
         """Score every row; returns one score per row of ``X``, in input order.
@@ -318,26 +313,20 @@ class NeuralRanker(NeuralParameters, BaseRanker):
 
     def _score_rows(self, query_groups, X, **extras):
         quadratic, linear = self._memory_terms(X.shape[1], training=False)
-        batch_size = prediction_batch_size(
-            owner=type(self).__name__, sizes=query_groups.sizes, batch_size=self.batch_size,
+        documents = prediction_documents(
+            owner=type(self).__name__, sizes=query_groups.sizes, documents=self.net_.prediction_documents,
             quadratic=quadratic, linear=linear, device=self.net_.device,
         )
-        scores = self.net_.score_rows(build_dataset(query_groups, X, **extras), batch_size=batch_size)
-        bad = ~np.isfinite(scores)
-        if bad.any():
-            raise ValueError(
-                f"{type(self).__name__} produced {int(bad.sum())} non-finite scores of {len(scores)}: these "
-                f"rows' features are probably far outside the training data's range (scale the features, "
-                f"e.g. with StandardScaler or Log1pTransformer, in a Pipeline for both fit and predict)."
-            )
-        return scores
+        dataset = build_dataset(query_groups, X, **extras)
+        return check_finite_scores(self.net_.score_rows(dataset, documents=documents), type(self).__name__)
 
     def _predict(self, X, groups, **extras):
         """Predict with optional extra per-row inputs of the module (e.g. an initial rank).
 
         Rows are scored in blocks of whole queries of about :data:`_PREDICT_DOCUMENTS`
         documents: only one block at a time is copied into float32 tensors, so memory stays
-        bounded whatever the number of rows.
+        bounded whatever the number of rows. Inside a block, batches hold as many padded
+        documents as the memory budget allows, whatever the training ``batch_size``.
         """
         X, groups = self._validate_predict_data(X, groups, return_groups=True)
         extras = {name: np.asarray(values) for name, values in extras.items()}
@@ -350,7 +339,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
                 block = {name: values[rows] for name, values in extras.items()}
                 scores[rows] = chunks.unsort(self._score_rows(chunks, X[rows], **block))
             return scores
-        query_groups = self._prediction_groups(groups, X.shape[0])
+        query_groups = resolve_groups(groups, X.shape[0], method="predict")
         for rows in query_blocks(query_groups, _PREDICT_DOCUMENTS):
             # A list-context network is permutation equivariant, but in float32 the order in which
             # attention sums over documents changes the last bits of a score (~1e-7). Scoring each

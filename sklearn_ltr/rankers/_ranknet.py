@@ -128,6 +128,3 @@ class RankNetRanker(NeuralRanker):
             "dropout": float(self.dropout),
             "batch_norm": bool(self.batch_norm),
         }
-
-    def _activation_width(self):
-        return sum(self.hidden_sizes) + 1

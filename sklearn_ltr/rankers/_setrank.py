@@ -192,13 +192,7 @@ class SetRankRanker(NeuralRanker):
         tags.ranker_tags.extra_predict_inputs = ("initial_rank",)
         return tags
 
-    def _attention_shape(self):
-        return (self.n_blocks, self.n_heads) if self.block == "msab" else (0, 0)
 
-    def _activation_width(self):
-        ff_size = 2 * self.d_model if self.ff_size is None else self.ff_size
-        inducing = 2 * self.n_inducing_points * self.n_heads if self.block == "imsab" else 0
-        return self.n_blocks * (4 * self.d_model + ff_size + inducing) + self.d_model
 
     def _module_spec(self, n_features):
         if self.d_model % self.n_heads:

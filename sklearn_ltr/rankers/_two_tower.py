@@ -10,13 +10,14 @@ import torch
 from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_ltr._skorch import RankingNet
 from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.nn import ACTIVATIONS
 from sklearn_ltr.nn._two_tower import TwoTowerScorer
 from sklearn_ltr.nn._two_tower_loss import COMBINATIONS, REVERSAL_TARGETS, TwoTowerClickLoss
 from sklearn_ltr.rankers._neural import NeuralRanker
 from sklearn_ltr.rankers._neural_params import positive_int_tuple
+from sklearn_ltr.training._distributed import DataParallelMixin
+from sklearn_ltr.training._net import RankingNet
 from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions
 
 __all__ = ["MissingPositionsWarning", "TwoTowerDebiasedRanker"]
@@ -60,6 +61,10 @@ class _TwoTowerNet(RankingNet):
 
     def validation_step(self, batch, **fit_params):
         return self._relevance_only(super().validation_step(batch, **fit_params))
+
+
+class _DataParallelTwoTowerNet(DataParallelMixin, _TwoTowerNet):
+    """:class:`_TwoTowerNet` trained data-parallel (``distributed=True`` under a launcher)."""
 
 
 def _check_clicks(y):
@@ -269,6 +274,7 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         "observation_lr": [Interval(Real, 0, None, closed="neither"), None],
     }
     _net_class = _TwoTowerNet
+    _data_parallel_net_class = _DataParallelTwoTowerNet
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -293,9 +299,6 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         if self.observation_lr is None:
             return {}
         return {"optimizer__param_groups": [("observation.*", {"lr": self.observation_lr})]}
-
-    def _activation_width(self):
-        return sum(self.hidden_sizes) + sum(self.observation_hidden_sizes) + 2
 
     def fit(self, X, y, groups=None, positions=None, sample_weight=None):
         """Train both towers on clicks.

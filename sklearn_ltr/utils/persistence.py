@@ -33,7 +33,7 @@ Examples
 >>> ranker = RankNetRanker(hidden_sizes=(8,), max_epochs=2, random_state=0).fit(X, y, groups=qid)
 >>> data = sio.dumps(ranker)
 >>> sorted(sio.get_untrusted_types(data=data))  # outside skops's defaults: all in TRUSTED_TYPES
-['sklearn_ltr._skorch.RankingNet', 'sklearn_ltr.nn._mlp.MLPScorer', 'sklearn_ltr.rankers._ranknet.RankNetRanker']
+['sklearn_ltr.training._net.RankingNet', 'sklearn_ltr.nn._mlp.MLPScorer', 'sklearn_ltr.rankers._ranknet.RankNetRanker']
 >>> loaded = sio.loads(data, trusted=TRUSTED_TYPES)
 >>> bool((loaded.predict(X) == ranker.predict(X)).all())
 True
@@ -54,7 +54,7 @@ TRUSTED_TYPES = [
     "sklearn_ltr.rankers._ensemble.RankingEnsemble",
     "sklearn_ltr.preprocessing._log1p.Log1pTransformer",
     # A neural ranker's fitted net (without its training state) and the torch modules it rebuilds.
-    "sklearn_ltr._skorch.RankingNet",
+    "sklearn_ltr.training._net.RankingNet",
     "sklearn_ltr.rankers._two_tower._TwoTowerNet",
     "sklearn_ltr.nn._mlp.MLPScorer",
     "sklearn_ltr.nn._dasalc.DASALCNet",

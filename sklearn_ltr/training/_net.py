@@ -1,12 +1,21 @@
 """The private skorch net behind every neural ranker.
 
 :class:`RankingNet` is a :class:`skorch.NeuralNet` whose items are queries: it
-iterates over padded, length-bucketed batches (:mod:`sklearn_ltr._query_batches`),
-computes a mask-aware ranking loss, splits validation data by query, logs the
-validation NDCG@10 in its history (usable by ``EarlyStopping``), and predicts
-one score per row. Users never see it: the public estimators build one in
-``fit`` and keep it as ``net_``, by default as an *inference net* without its
-training state (:meth:`RankingNet.without_training_state`, :mod:`sklearn_ltr._model_state`).
+iterates over padded, length-bucketed batches (:mod:`~sklearn_ltr.training._batches`),
+computes a mask-aware ranking loss, splits validation data by query, and predicts one
+score per row. Its variation points are declared, never patched:
+
+- ``precision`` (:mod:`~sklearn_ltr.training._precision`) is read in :meth:`RankingNet.infer`
+  alone, and only in training: scoring always runs in float32;
+- :meth:`RankingNet.batch_options` is the one place that builds the batch iterator's
+  arguments; the data-parallel net (:mod:`~sklearn_ltr.training._distributed`) extends it;
+- :meth:`RankingNet.reduce_sum` sums a tensor over the processes that train together
+  (none here: it returns it unchanged);
+- :attr:`RankingNet.checks_batch_loss` says whether each step checks its own loss for
+  NaN (the data-parallel net checks the global loss instead).
+
+The public estimators build one in ``fit`` and keep it as ``net_``, by default as an
+*inference net* without its training state (:mod:`~sklearn_ltr.training._state`).
 """
 
 from __future__ import annotations
@@ -16,26 +25,15 @@ import contextlib
 import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import Callback, EarlyStopping
+from skorch.callbacks import EarlyStopping
 
-from sklearn_ltr._model_state import inference_net, inference_state, is_inference_state, restore_inference_net
-from sklearn_ltr._query_batches import QueryBatches, QueryDataset
 from sklearn_ltr.exceptions import NonFiniteLossError
+from sklearn_ltr.training._batches import QueryBatches, QueryDataset
+from sklearn_ltr.training._device import is_cuda
+from sklearn_ltr.training._precision import check_precision, training_autocast
+from sklearn_ltr.training._state import inference_net, inference_state, is_inference_state, restore_inference_net
 
-__all__ = ["QuerySplit", "RankingLoss", "RankingNet", "ValidationNDCG", "resolve_device"]
-
-
-def resolve_device(device):
-    """``"auto"`` -> CUDA when available, else CPU; ``"cpu"``/``"cuda"``/``"cuda:N"`` as given."""
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if isinstance(device, torch.device):
-        device = str(device)
-    if not isinstance(device, str) or device.split(":")[0] not in {"cpu", "cuda"}:
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda' (or 'cuda:N'); got {device!r}.")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} but CUDA is not available here; use device='auto' or 'cpu'.")
-    return device
+__all__ = ["QuerySplit", "RankingLoss", "RankingNet", "build_dataset"]
 
 
 class RankingLoss(torch.nn.Module):
@@ -85,49 +83,6 @@ class QuerySplit:
         return dataset.subset(train), dataset.subset(valid)
 
 
-class ValidationNDCG(Callback):
-    """Record the mean NDCG@k of the validation queries after each epoch, as ``valid_ndcg@k``.
-
-    It reuses the predictions of skorch's validation pass (no second forward
-    pass). Monitor it with ``EarlyStopping(monitor="valid_ndcg@10", lower_is_better=False)``.
-    """
-
-    def __init__(self, k=10):
-        self.k = k
-
-    @property
-    def name(self):
-        return f"valid_ndcg@{self.k}"
-
-    def on_epoch_begin(self, net, **kwargs):
-        self._scores, self._labels, self._groups = [], [], []
-        self._n_queries = 0
-
-    def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
-        if training or y_pred is None:
-            return
-        inputs, labels = batch
-        mask = inputs["mask"]
-        # Any id unique to each list of the epoch identifies its query.
-        query = torch.arange(mask.shape[0], device=mask.device)[:, None].expand_as(mask)
-        self._scores.append(y_pred[mask].float().cpu())
-        self._labels.append(labels[mask].float().cpu())
-        self._groups.append(query[mask].cpu() + self._n_queries)
-        self._n_queries += mask.shape[0]
-
-    def on_epoch_end(self, net, **kwargs):
-        if not self._scores:
-            return
-        from sklearn_ltr.metrics import ndcg_score
-
-        scores = torch.cat(self._scores).numpy().astype(np.float64)
-        if not np.isfinite(scores).all():
-            value = float("nan")
-        else:
-            value = ndcg_score(torch.cat(self._labels).numpy(), scores, torch.cat(self._groups).numpy(), k=self.k)
-        net.history.record(self.name, value)
-
-
 class RankingNet(NeuralNet):
     """skorch net over query datasets; see the module docstring.
 
@@ -141,43 +96,66 @@ class RankingNet(NeuralNet):
         Training lists longer than this are subsampled (relevant documents kept first).
     random_state : int, default=None
         Seeds module initialisation, dropout, shuffling and subsampling.
-    autocast : bool, default=True
-        Run the forward pass under bf16 autocast on CUDA (losses stay float32).
+    precision : {"32-true", "bf16-mixed"}, default="32-true"
+        Precision of the training forward pass (:mod:`~sklearn_ltr.training._precision`);
+        scoring is always float32.
+    prediction_documents : int, default=65536
+        Documents per prediction batch (whole lists; a longer list is a batch of its own),
+        independent of the training ``batch_size``.
     **kwargs
         Any :class:`skorch.NeuralNet` parameter.
     """
 
-    def __init__(self, module, *args, max_list_length=None, random_state=None, autocast=True, **kwargs):
+    #: Whether each training and validation step checks its own loss for NaN.
+    checks_batch_loss = True
+
+    def __init__(self, module, *args, max_list_length=None, random_state=None, precision="32-true",
+                 prediction_documents=1 << 16, **kwargs):
         super().__init__(module, *args, **kwargs)
         self.max_list_length = max_list_length
         self.random_state = random_state
-        self.autocast = autocast
+        self.precision = precision
+        self.prediction_documents = prediction_documents
 
-    def _autocast(self):
-        if self.autocast and str(self.device).startswith("cuda"):
-            return torch.autocast("cuda", dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+    @property
+    def inference_class(self):
+        """The class of this net's inference net (:meth:`without_training_state`): its own."""
+        return type(self)
+
+    def batch_options(self, dataset, training):
+        """Keyword arguments of the batch iterator over ``dataset``."""
+        return {
+            "batch_size": self.batch_size if self.batch_size > 0 else len(dataset),
+            "shuffle": training,
+            "max_list_length": self.max_list_length if training else None,
+            "generator": getattr(self, "generator_", None),
+            "device": self.device,
+        }
+
+    def batch_iterator(self, dataset, training):
+        """The batches of ``dataset`` in training (shuffled, subsampled) or validation order."""
+        options = self.batch_options(dataset, training)
+        return QueryBatches(dataset.to(self.device), options.pop("batch_size"), **options)
 
     def get_iterator(self, dataset, training=False):
-        return QueryBatches(
-            dataset.to(self.device),
-            self.batch_size if self.batch_size > 0 else len(dataset),
-            shuffle=training,
-            max_list_length=self.max_list_length if training else None,
-            generator=getattr(self, "generator_", None),
-            device=self.device,
-        )
+        return self.batch_iterator(dataset, training)
+
+    def reduce_sum(self, tensor):
+        """Sum of ``tensor`` over the processes training together: itself, for one process."""
+        return tensor
 
     def infer(self, x, **fit_params):
-        # Query weights feed the loss, not the module.
-        x = {name: value for name, value in x.items() if name != "weights"}
-        with self._autocast():
+        # Query weights feed the loss, and keys starting with "_" the batch's bookkeeping: not the module.
+        x = {name: value for name, value in x.items() if name != "weights" and not name.startswith("_")}
+        autocast = training_autocast(self.precision, self.device) if self.module_.training else contextlib.nullcontext()
+        with autocast:
             return super().infer(x, **fit_params)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         return self.criterion_(y_pred, y_true, X["mask"], weights=X.get("weights"))
 
-    def _check_finite(self, loss, where):
+    def check_finite_loss(self, loss, where):
+        """Raise :class:`NonFiniteLossError` when ``loss`` (a scalar tensor) is NaN or infinite."""
         # One scalar per batch: skorch reads it with .item() for the history anyway.
         if torch.isfinite(loss).all():
             return
@@ -192,12 +170,14 @@ class RankingNet(NeuralNet):
 
     def train_step(self, batch, **fit_params):
         step = super().train_step(batch, **fit_params)
-        self._check_finite(step["loss"].detach(), "training")
+        if self.checks_batch_loss:
+            self.check_finite_loss(step["loss"].detach(), "training")
         return step
 
     def validation_step(self, batch, **fit_params):
         step = super().validation_step(batch, **fit_params)
-        self._check_finite(step["loss"].detach(), "validation")
+        if self.checks_batch_loss:
+            self.check_finite_loss(step["loss"].detach(), "validation")
         return step
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
@@ -230,7 +210,8 @@ class RankingNet(NeuralNet):
         seed = self.random_state
         if seed is None:
             seed = int(np.random.default_rng().integers(2**31))
-        devices = [torch.device(self.device)] if str(self.device).startswith("cuda") else []
+        check_precision(self.precision)
+        devices = [torch.device(self.device)] if is_cuda(self.device) else []
         # Seed torch without disturbing the caller's global random state.
         with torch.random.fork_rng(devices=[d.index or 0 for d in devices]):
             torch.manual_seed(seed)
@@ -243,20 +224,28 @@ class RankingNet(NeuralNet):
             )
         return self
 
-    def score_rows(self, dataset, batch_size=None):
-        """Score every row of ``dataset`` (full lists); returns float64 scores in the dataset's row order."""
+    def score_rows(self, dataset, *, documents=None):
+        """Score every row of ``dataset`` (whole lists) in float32; float64 scores in the dataset's row order.
+
+        Batches pad to at most ``documents`` slots (``prediction_documents`` by default; a
+        longer list is a batch of its own), whatever the training ``batch_size``. Never
+        under autocast. The module's training mode is restored afterwards, so a callback may
+        score between epochs.
+        """
         self.check_is_fitted()
-        batches = QueryBatches(
-            dataset.to(self.device), batch_size or max(self.batch_size, 1), device=self.device
-        )
+        dataset = dataset.to(self.device)
+        batches = QueryBatches(dataset, 1, device=self.device, documents=documents or self.prediction_documents)
         # NaN until scored: a row that no batch reached cannot pass for a score.
         scores = torch.full((dataset.n_rows,), float("nan"), dtype=torch.float32, device=self.device)
+        training = self.module_.training
         self.module_.eval()
-        with torch.no_grad():
-            for inputs, _, rows in batches.with_rows():
-                predicted = self.infer(inputs)
-                mask = inputs["mask"]
-                scores[rows[mask]] = predicted[mask].float()
+        try:
+            with torch.no_grad():
+                for inputs, _, rows in batches.with_rows():
+                    mask = inputs["mask"]
+                    scores[rows[mask]] = self.infer(inputs)[mask].float()
+        finally:
+            self.module_.train(training)
         return scores.cpu().numpy().astype(np.float64)
 
     def check_data(self, X, y=None):
@@ -267,7 +256,7 @@ class RankingNet(NeuralNet):
         """A net of this class with only what prediction needs (it shares this net's trained module).
 
         It keeps the module, the settings that prediction reads (device, batch size,
-        autocast) and the per-epoch rows of the history; not the optimizer, criterion,
+        precision) and the per-epoch rows of the history; not the optimizer, criterion,
         callbacks, random generator or per-batch losses. It pickles as plain state
         (module class and arguments, weights as NumPy arrays), rebuilt on load; it
         refuses to train.

@@ -1,7 +1,7 @@
 """Data-parallel training of the neural rankers with ``torch.distributed``.
 
 A script launched by ``torchrun --nproc_per_node N script.py`` (or ``accelerate launch``,
-which sets the same environment) fits a ranker built with ``distributed=True``. Every
+which sets the same environment; N = 1 included) fits a ranker built with ``distributed=True``. Every
 process holds the whole training set and draws the same sequence of *global* batches
 (same seed); process ``r`` trains on the queries ``r, r + N, r + 2N, ...`` of each global
 batch, always whole queries. Its loss is its queries' share of the global batch's mean,
@@ -19,6 +19,11 @@ mean only when every process holds the same number of queries; and torch's
 built from flat tensors by :class:`~sklearn_ltr._query_batches.QueryBatches` (no
 ``DataLoader``), shares are weighted exactly, and batch norm is synchronised on CPU (gloo) as
 on GPU (NCCL). ``accelerate launch`` works as a launcher all the same.
+
+How it is composed: :class:`DataParallelRankingNet` is a class written here, chosen by the
+ranker when it builds its net (:func:`net_class_for`); no class is swapped at run time and no
+module-level flag is set. Synchronisation is passed to the modules and the loss that need it
+(:func:`sklearn_ltr.nn.set_reduce_sum`) for the duration of ``fit``.
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ import torch
 import torch.distributed as dist
 from skorch.callbacks import ProgressBar
 
-from sklearn_ltr._query_batches import QueryBatches
-from sklearn_ltr._skorch import RankingNet, ValidationNDCG
+from sklearn_ltr.nn import set_reduce_sum
+from sklearn_ltr.training._batches import QueryBatches
+from sklearn_ltr.training._device import is_cuda
+from sklearn_ltr.training._net import RankingNet
 
-__all__ = ["DistributedValidationNDCG", "ShardedQueryBatches", "data_parallel", "process_world"]
+__all__ = ["DataParallelMixin", "DataParallelRankingNet", "ShardedQueryBatches", "all_reduce_sum", "net_class_for",
+           "process_world"]
 
 # Keys of a batch that are bookkeeping for the loss, never inputs of the module.
 _SHARE, _GLOBAL_SIZE, _IDLE = "_share", "_global_size", "_idle"
@@ -49,18 +57,44 @@ def process_world():
     return int(os.environ.get("RANK", "0")), world_size, int(os.environ.get("LOCAL_RANK", "0"))
 
 
+def _launched():
+    """Whether this process belongs to a launched job (torchrun, accelerate launch), even of one process."""
+    return (dist.is_available() and dist.is_initialized()) or "WORLD_SIZE" in os.environ
+
+
+def net_class_for(distributed, *, owner, plain=RankingNet, data_parallel=None):
+    """The net class a ranker trains with: ``data_parallel`` under a launcher, else ``plain``.
+
+    ``data_parallel`` defaults to :class:`DataParallelRankingNet`; a ranker with its own net
+    class declares its data-parallel twin (``class X(DataParallelMixin, ItsNet)``).
+
+    ``distributed=True`` in a script that no launcher started trains as one process, with
+    a warning; under ``torchrun --nproc_per_node 1`` it joins the process group, so that the
+    script's own ``torch.distributed`` calls (``dist.get_rank()``) work as with N processes.
+    """
+    if not distributed:
+        return plain
+    if not _launched():
+        warnings.warn(
+            f"{owner}(distributed=True) runs as a single process (no process group, WORLD_SIZE unset): it "
+            f"trains as with distributed=False. Launch the script with torchrun --nproc_per_node N (or "
+            f"accelerate launch) to train on N processes.", UserWarning, stacklevel=5,
+        )
+        return plain
+    return DataParallelRankingNet if data_parallel is None else data_parallel
+
+
 def _init_process_group(device):
     """Join the launcher's process group (gloo on CPU, NCCL on CUDA) unless the script already did."""
     if dist.is_initialized():
         return
     if "MASTER_ADDR" not in os.environ:
         raise RuntimeError(
-            "distributed=True found WORLD_SIZE > 1 but no MASTER_ADDR: launch the script with torchrun "
+            "distributed=True found WORLD_SIZE set but no MASTER_ADDR: launch the script with torchrun "
             "(torchrun --nproc_per_node N script.py) or accelerate launch, or call "
             "torch.distributed.init_process_group yourself before fit."
         )
-    backend = "nccl" if str(device).startswith("cuda") else "gloo"
-    dist.init_process_group(backend=backend)
+    dist.init_process_group(backend="nccl" if is_cuda(device) else "gloo")
 
 
 def _broadcast_int(value):
@@ -75,12 +109,29 @@ def _broadcast_int(value):
 
 
 def _all_reduce(tensor):
-    """Sum of ``tensor`` over every process (moved to the backend's device and back)."""
+    """Sum of ``tensor`` over every process (moved to the backend's device and back); not differentiable."""
     device = tensor.device
     if dist.get_backend() == "nccl" and device.type != "cuda":
         tensor = tensor.cuda()
     dist.all_reduce(tensor)
     return tensor.to(device)
+
+
+class _AllReduceSum(torch.autograd.Function):
+    """Sum over every process; the gradient of each input is the sum of the outputs' gradients."""
+
+    @staticmethod
+    def forward(ctx, tensor):
+        return _all_reduce(tensor.clone())
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _all_reduce(grad.clone())
+
+
+def all_reduce_sum(tensor):
+    """Differentiable sum of ``tensor`` over every process: what the modules' ``reduce_sum`` receives."""
+    return _AllReduceSum.apply(tensor)
 
 
 class ShardedQueryBatches(QueryBatches):
@@ -157,46 +208,41 @@ class ShardedQueryBatches(QueryBatches):
             self.generator = shuffling
 
 
-class DistributedValidationNDCG(ValidationNDCG):
-    """:class:`ValidationNDCG` over the validation queries of every process (the same value everywhere)."""
-
-    def on_epoch_end(self, net, **kwargs):
-        from sklearn_ltr.metrics import ndcg_score
-
-        total = torch.zeros(3, dtype=torch.float64)  # sum of per-query NDCG, queries, non-finite flag
-        if self._scores:
-            scores = torch.cat(self._scores).numpy().astype(np.float64)
-            if not np.isfinite(scores).all():
-                total[2] = 1.0
-            else:
-                mean = ndcg_score(torch.cat(self._labels).numpy(), scores, torch.cat(self._groups).numpy(), k=self.k)
-                total[0], total[1] = mean * self._n_queries, self._n_queries
-        total = _all_reduce(total)
-        if total[1] == 0 and total[2] == 0:
-            return
-        net.history.record(self.name, float("nan") if total[2] > 0 else float(total[0] / total[1]))
-
-
 class DataParallelMixin:
-    """Methods of a :class:`~sklearn_ltr._skorch.RankingNet` that trains on its share of each batch.
+    """What makes a :class:`~sklearn_ltr.training._net.RankingNet` train on its process's share of each batch.
 
-    Mixed into the net's own class for the duration of ``fit`` only (see :func:`data_parallel`):
-    the fitted net is an ordinary one, which pickles and predicts without a process group.
+    Composed with a net class where that class is written (:class:`DataParallelRankingNet`)
+    and chosen when the ranker builds its net (:func:`net_class_for`). Before training it joins
+    the launcher's process group, puts a CUDA net on the process's own GPU (``LOCAL_RANK``),
+    gives every process rank 0's seeds and keeps logging and progress bars on rank 0; during
+    ``fit`` the modules and the loss that reduce batch statistics sum them over the processes
+    (:func:`sklearn_ltr.nn.set_reduce_sum`). Its inference net (``keep_training_state=False``)
+    is a plain :class:`RankingNet`, which pickles and predicts without a process group.
     """
 
-    def get_iterator(self, dataset, training=False):
+    # Each process checks the global loss in run_single_epoch, identical everywhere: a process
+    # that raised on its own share would leave the others waiting in the next all-reduce.
+    checks_batch_loss = False
+
+    @property
+    def inference_class(self):
+        """The net class this one composes (e.g. :class:`RankingNet`): it predicts without a process group."""
+        return next(cls for cls in type(self).__mro__[1:]
+                    if issubclass(cls, RankingNet) and not issubclass(cls, DataParallelMixin))
+
+    def reduce_sum(self, tensor):
+        return _all_reduce(tensor)
+
+    def batch_options(self, dataset, training):
         if not hasattr(self, "subsample_generator_"):
             seed = (self.random_state or 0) + 1 + self.rank_
             self.subsample_generator_ = torch.Generator().manual_seed(seed)
-        return ShardedQueryBatches(
-            dataset.to(self.device), self.batch_size if self.batch_size > 0 else len(dataset),
-            shuffle=training, max_list_length=self.max_list_length if training else None,
-            generator=getattr(self, "generator_", None), device=self.device,
-            rank=self.rank_, world_size=self.world_size_, subsample_generator=self.subsample_generator_,
-        )
+        return {**super().batch_options(dataset, training), "rank": self.rank_, "world_size": self.world_size_,
+                "subsample_generator": self.subsample_generator_}
 
-    def infer(self, x, **fit_params):
-        return super().infer({k: v for k, v in x.items() if not k.startswith("_")}, **fit_params)
+    def batch_iterator(self, dataset, training):
+        options = self.batch_options(dataset, training)
+        return ShardedQueryBatches(dataset.to(self.device), options.pop("batch_size"), **options)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         # This process's part of the global batch's weighted mean: the parts sum to the mean.
@@ -214,13 +260,12 @@ class DataParallelMixin:
             offset += size
         return step
 
-    def _check_finite(self, loss, where):
-        # Checked on the global loss (run_single_epoch), identical on every process.
-        return
-
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
-        # skorch's loop, with each batch's loss summed over the processes (the global batch's
-        # loss) and the global batch size recorded, so the history is one process's history.
+        # skorch's loop, written out because two of its lines must differ and have no hook: the
+        # history records each batch's loss and size, and here they are the global batch's (the
+        # loss summed over the processes, the size from the batch's bookkeeping, which skorch's
+        # get_len cannot read), so the history is one process's history; and an idle batch (no
+        # query of this process) still joins the all-reduce but notifies no callback.
         if iterator is None:
             return
         batch_count = 0
@@ -233,7 +278,7 @@ class DataParallelMixin:
                 step = step_fn(batch, **fit_params)
                 loss = step["loss"].detach().float().cpu()
             loss = _all_reduce(loss.reshape(1))[0]
-            RankingNet._check_finite(self, loss, "training" if training else "validation")
+            self.check_finite_loss(loss, "training" if training else "validation")
             self.history.record_batch(prefix + "_loss", loss.item())
             self.history.record_batch(prefix + "_batch_size", int(inputs[_GLOBAL_SIZE]))
             if not inputs.get(_IDLE):
@@ -241,65 +286,45 @@ class DataParallelMixin:
             batch_count += 1
         self.history.record(prefix + "_batch_count", batch_count)
 
-    def fit(self, X, y=None, **fit_params):
-        from sklearn_ltr.nn import _mlp
+    def _join_world(self):
+        """Join the process group and agree with rank 0 on the seeds; set this process's device and logging."""
+        rank, world_size, local_rank = process_world()
+        if is_cuda(self.device):
+            self.device = f"cuda:{local_rank}"
+            torch.cuda.set_device(local_rank)
+        _init_process_group(self.device)
+        rank, world_size, _ = process_world()
+        self.rank_, self.world_size_ = rank, world_size
+        self.random_state = _broadcast_int(self.random_state)
+        split = self.train_split
+        if split is not None and getattr(split, "random_state", 0) is None:
+            split.random_state = _broadcast_int(None)
+        if rank > 0:
+            self.callbacks = [(name, callback) for name, callback in self.callbacks
+                              if not isinstance(callback, ProgressBar)]
+            self.verbose = 0
 
-        plain = self._plain_class
-        _mlp.SYNC_BATCH_NORM = True
+    def fit(self, X, y=None, **fit_params):
+        self._join_world()
+        self.__dict__.pop("subsample_generator_", None)
         try:
             return super().fit(X, y, **fit_params)
         finally:
-            _mlp.SYNC_BATCH_NORM = False
-            self.__class__ = plain
-            for name in ("rank_", "world_size_", "subsample_generator_", "_plain_class"):
-                self.__dict__.pop(name, None)
+            # The fitted modules compute local statistics again: they predict without a process group.
+            for module in (getattr(self, "module_", None), getattr(self, "criterion_", None)):
+                if module is not None:
+                    set_reduce_sum(module, None)
+
+    def initialize_module(self):
+        super().initialize_module()
+        set_reduce_sum(self.module_, all_reduce_sum)
+        return self
+
+    def initialize_criterion(self):
+        super().initialize_criterion()
+        set_reduce_sum(self.criterion_, all_reduce_sum)
+        return self
 
 
-_CLASSES = {}
-
-
-def _data_parallel_class(net_class):
-    if net_class not in _CLASSES:
-        _CLASSES[net_class] = type(f"DataParallel{net_class.__name__}", (DataParallelMixin, net_class), {})
-    return _CLASSES[net_class]
-
-
-def data_parallel(net, *, owner):
-    """Make ``net`` (an unfitted RankingNet) train on this process's share of each batch.
-
-    Returns ``net`` unchanged, with a warning, when the script runs as a single process.
-    Joins the launcher's process group if the script has not; puts a CUDA net on the
-    process's own GPU (``LOCAL_RANK``); keeps logging and progress bars on rank 0 only;
-    gives every process rank 0's seeds.
-    """
-    rank, world_size, local_rank = process_world()
-    if world_size < 2:
-        warnings.warn(
-            f"{owner}(distributed=True) runs as a single process (no process group, WORLD_SIZE unset or 1): it "
-            f"trains as with distributed=False. Launch the script with torchrun --nproc_per_node N (or "
-            f"accelerate launch) to train on N processes.", UserWarning, stacklevel=4,
-        )
-        return net
-    if str(net.device).startswith("cuda"):
-        net.device = f"cuda:{local_rank}"
-        torch.cuda.set_device(local_rank)
-    _init_process_group(net.device)
-    net.random_state = _broadcast_int(net.random_state)
-    split = net.train_split
-    if split is not None and getattr(split, "random_state", 0) is None:
-        split.random_state = _broadcast_int(None)
-    callbacks = []
-    for name, callback in net.callbacks:
-        if isinstance(callback, ValidationNDCG):
-            callback = DistributedValidationNDCG(k=callback.k)
-        if rank > 0 and isinstance(callback, ProgressBar):
-            continue
-        callbacks.append((name, callback))
-    net.callbacks = callbacks
-    if rank > 0:
-        net.verbose = 0
-    net._plain_class = type(net)
-    net.__class__ = _data_parallel_class(type(net))
-    net.rank_, net.world_size_ = rank, world_size
-    return net
-
+class DataParallelRankingNet(DataParallelMixin, RankingNet):
+    """:class:`~sklearn_ltr.training._net.RankingNet` with :class:`DataParallelMixin`."""

@@ -10,19 +10,25 @@ refused with a message that names the query and the fix (``max_list_length``,
 
 The estimate counts float32 values: ``quadratic`` ``[L, L]`` tensors per list and
 ``linear`` values per document (features and activations, with their gradients in
-training). The coefficients come from measured peaks on CPU (one list of 3,000 documents:
-RankNet's loss about 5.4 ``[L, L]`` tensors with its gradient, an attention head about 4 per
-layer in training), rounded up. It is an estimate: a batch is refused when it needs more
-than :data:`MEMORY_FRACTION` of the memory available now.
+training). Its terms are declared where things are defined, never kept in a table here:
+each loss declares its ``[L, L]`` tensors when it is registered
+(:func:`sklearn_ltr.losses.register_loss`), each torch module of :mod:`sklearn_ltr.nn` its
+attention shape and activation width (``memory_cost``, a
+:class:`~sklearn_ltr.nn.ModuleCost`); :func:`memory_terms` combines them. The coefficients
+come from measured peaks on CPU (one list of 3,000 documents: RankNet's loss about 5.4
+``[L, L]`` tensors with its gradient, an attention head about 4 per layer in training),
+rounded up. It is an estimate: a batch is refused when it needs more than
+:data:`MEMORY_FRACTION` of the memory available now.
 """
 
 from __future__ import annotations
 
-import os
-
 import torch
 
-__all__ = ["MEMORY_FRACTION", "available_memory", "batch_bytes", "check_training_memory", "prediction_batch_size"]
+from sklearn_ltr.utils._system import available_host_memory
+
+__all__ = ["MEMORY_FRACTION", "available_memory", "batch_bytes", "check_training_memory", "memory_terms",
+           "module_cost", "prediction_documents"]
 
 #: Share of the available memory one batch may take.
 MEMORY_FRACTION = 0.8
@@ -33,24 +39,57 @@ _FLOAT_BYTES = 4
 def available_memory(device):
     """Bytes of memory free now on ``device`` (None when unknown).
 
-    CUDA: ``torch.cuda.mem_get_info``. CPU: ``MemAvailable`` of ``/proc/meminfo`` (Linux),
-    else the free physical pages.
+    CUDA: ``torch.cuda.mem_get_info`` of that device (the current one for ``"cuda"`` with no
+    index). CPU: the host's available memory (:func:`sklearn_ltr.utils._system.available_host_memory`).
     """
     device = torch.device(device)
     if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
+        index = torch.cuda.current_device() if device.index is None else device.index
+        free, _ = torch.cuda.mem_get_info(index)
         return int(free)
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
+    return available_host_memory()
+
+
+def module_cost(module_class, module_kwargs):
+    """The :class:`~sklearn_ltr.nn.ModuleCost` that ``module_class`` declares for ``module_kwargs``.
+
+    Raises
+    ------
+    TypeError
+        When the module declares no ``memory_cost`` classmethod: its cost would be a guess.
+    """
+    declare = getattr(module_class, "memory_cost", None)
+    if declare is None:
+        raise TypeError(
+            f"{module_class.__name__} declares no memory cost: give it a classmethod "
+            f"memory_cost(**module_kwargs) returning sklearn_ltr.nn.ModuleCost(attention_layers, attention_heads, "
+            f"activation_width), so that fit can check memory before training."
+        )
+    return declare(**module_kwargs)
+
+
+def memory_terms(cost, loss_tensors, n_features, *, training):
+    """``(quadratic, linear)`` float32 values per list and per document of one batch.
+
+    Parameters
+    ----------
+    cost : ModuleCost
+        What the module declares.
+    loss_tensors : int
+        ``[L, L]`` tensors per list that the loss declares (0 when predicting or linear).
+    n_features : int
+        Input features per document.
+    training : bool
+        A training step (forward, backward, gradients) or a prediction (forward only).
+    """
+    layers, heads, width = cost.attention_layers, cost.attention_heads, cost.activation_width
+    if training:
+        quadratic = 4 * layers * heads + (2 if layers else 0) + loss_tensors
+        linear = 2 * n_features + 6 * width
+    else:
+        quadratic = 2 * heads + 1 if layers else 0
+        linear = n_features + 2 * width
+    return quadratic, linear
 
 
 def batch_bytes(n_lists, list_length, *, quadratic, linear):
@@ -96,10 +135,12 @@ def check_training_memory(*, owner, sizes, batch_size, max_list_length, quadrati
     budget = MEMORY_FRACTION * free
     # The longest training list that fits with the current batch size, and with batch_size=1.
     fits = [n for n in (n_lists, 1) if batch_bytes(n, 2, quadratic=quadratic, linear=linear) <= budget]
-    advice = []
+    advice, caps = [], set()
     for n in fits:
         cap = _longest_fitting(n, quadratic, linear, budget)
-        advice.append(f"max_list_length={cap}" + ("" if n == n_lists else " with batch_size=1"))
+        if cap not in caps:  # n_lists may be 1 already, or both caps equal: say each once
+            caps.add(cap)
+            advice.append(f"max_list_length={cap}" + ("" if n == n_lists else " with batch_size=1"))
     fix = (" or ".join(advice) + " (training lists are then subsampled; prediction still scores whole lists)"
            if advice else "a smaller model")
     raise MemoryError(
@@ -121,18 +162,33 @@ def _longest_fitting(n_lists, quadratic, linear, budget):
     return low
 
 
-def prediction_batch_size(*, owner, sizes, batch_size, quadratic, linear, device):
-    """Queries per prediction batch: ``batch_size``, or fewer when the longest lists would not fit.
+def prediction_documents(*, owner, sizes, documents, quadratic, linear, device):
+    """Padded documents per prediction batch: ``documents``, or fewer when memory is short.
 
-    Prediction scores whole lists, so a list too long to score even alone raises a
-    ``MemoryError`` that names its size.
+    A batch of lists padded to ``L`` documents, ``D`` slots in all, needs about
+    ``4 * D * (linear + L * quadratic)`` bytes. Prediction scores whole lists, so a list too long
+    to score even alone raises a ``MemoryError`` that names its size; otherwise the result is at
+    least the longest list.
+
+    Parameters
+    ----------
+    owner : str
+        Estimator name for the message.
+    sizes : ndarray of int
+        Documents per query to score.
+    documents : int
+        The wanted padded documents per batch.
+    quadratic, linear : float
+        ``[L, L]`` tensors per list and values per document of the forward pass.
+    device : str or torch.device
+        Where prediction runs.
     """
     if len(sizes) == 0:
-        return batch_size
+        return documents
     longest = int(max(sizes))
     free = available_memory(device)
     if free is None:
-        return batch_size
+        return max(documents, longest)
     budget = MEMORY_FRACTION * free
     per_list = batch_bytes(1, longest, quadratic=quadratic, linear=linear)
     if per_list > budget:
@@ -141,4 +197,5 @@ def prediction_batch_size(*, owner, sizes, batch_size, quadratic, linear, device
             f"but only {_gb(free)} is available on {torch.device(device).type}. Prediction scores every document "
             f"of a list together; split such a query, or predict on a machine with more memory."
         )
-    return max(1, min(int(batch_size), int(budget // per_list)))
+    fitting = int(budget // (_FLOAT_BYTES * (linear + longest * quadratic)))
+    return max(longest, min(int(documents), fitting))

@@ -7,7 +7,7 @@ makes a pickle large and a skops file reference many types to trust (``builtins.
 ``torch._C.Generator``, ``DataLoader``, ``Adam``, ...). Unless the ranker has
 ``keep_training_state=True``, ``fit`` replaces its net by an *inference net*
 (:func:`inference_net`): a net of the same class that holds the trained module, the
-settings that prediction reads (device, batch size, autocast) and the per-epoch rows of
+settings that prediction reads (device, batch size, precision) and the per-epoch rows of
 the history, and that refuses to train.
 
 An inference net pickles, and saves with skops, as a plain state (:func:`inference_state`):
@@ -24,13 +24,16 @@ import numpy as np
 import torch
 from skorch.history import History
 
+from sklearn_ltr.training._device import load_device
+
 __all__ = ["STATE_KEY", "inference_net", "inference_state", "is_inference_state", "restore_inference_net"]
 
 #: Key (and layout version) marking an inference net's pickled state.
 STATE_KEY, STATE_VERSION = "sklearn_ltr_inference_state", 1
 
 #: Settings of the net kept for prediction (and, for the record, the training configuration).
-_SETTINGS = ("device", "batch_size", "autocast", "lr", "max_epochs", "max_list_length", "random_state")
+_SETTINGS = ("device", "batch_size", "precision", "prediction_documents", "lr", "max_epochs", "max_list_length",
+             "random_state")
 
 #: Parameters of the skorch net that only training reads: left out of an inference net.
 _TRAINING_ONLY = {
@@ -87,14 +90,6 @@ def is_inference_state(state):
     return isinstance(state, dict) and STATE_KEY in state
 
 
-def _load_device(device):
-    """The training device, or CPU when it is CUDA and this machine has none."""
-    device = str(device)
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        return "cpu"
-    return device
-
-
 def _rebuild_module(state):
     module_class, kwargs = state["module_class"], dict(state["module_kwargs"])
     if not (isinstance(module_class, type) and issubclass(module_class, torch.nn.Module)):
@@ -134,7 +129,7 @@ def restore_inference_net(net, state, *, module=None):
     if module is None:
         module = _rebuild_module(state)
     settings = {name: value for name, value in state["settings"].items() if name in _SETTINGS}
-    settings["device"] = _load_device(settings.get("device", "cpu"))
+    settings["device"] = load_device(settings.get("device", "cpu"))
     module_kwargs = {f"module__{key}": value for key, value in state["module_kwargs"].items()}
     type(net).__init__(
         net, state["module_class"], **_TRAINING_ONLY, **settings, **module_kwargs,
@@ -147,7 +142,11 @@ def restore_inference_net(net, state, *, module=None):
 
 
 def inference_net(net):
-    """A net of ``net``'s class with only what prediction needs; it shares ``net``'s trained module."""
+    """A net of ``net.inference_class`` with only what prediction needs; it shares ``net``'s trained module.
+
+    A data-parallel net's inference net is a plain one: it predicts without a process group.
+    """
     net.module_.zero_grad(set_to_none=True)  # gradients of the last batch: training state
     state = inference_state(net, weights=False)  # the module itself is reused
-    return restore_inference_net(type(net).__new__(type(net)), state, module=net.module_)
+    cls = net.inference_class
+    return restore_inference_net(cls.__new__(cls), state, module=net.module_)

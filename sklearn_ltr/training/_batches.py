@@ -13,6 +13,8 @@ import math
 import numpy as np
 import torch
 
+from sklearn_ltr._blocks import padded_batches
+
 __all__ = ["QueryBatches", "QueryDataset"]
 
 
@@ -119,11 +121,16 @@ class QueryBatches:
         Where the batches are built.
     pool_batches : int, default=50
         Batches per shuffling pool.
+    documents : int, default=None
+        Without shuffling only: cut batches by padded documents instead of queries, each
+        holding as many lists of similar length as fit in ``documents`` padded slots (at
+        least one list). Prediction uses it so that its batches fill the device whatever
+        the training ``batch_size``.
     """
 
     def __init__(
         self, dataset, batch_size, *, shuffle=False, max_list_length=None, generator=None, device="cpu",
-        pool_batches=50,
+        pool_batches=50, documents=None,
     ):
         self.dataset = dataset
         self.batch_size = batch_size
@@ -132,14 +139,19 @@ class QueryBatches:
         self.generator = generator
         self.device = device
         self.pool_batches = pool_batches
+        self.documents = documents
 
     def __len__(self):
+        if self.documents is not None and not self.shuffle:
+            return len(self._batches())
         return math.ceil(len(self.dataset) / self.batch_size)
 
     def _batches(self):
         sizes = self.dataset.sizes.cpu()
         if not self.shuffle:
             order = torch.argsort(sizes, stable=True)
+            if self.documents is not None:
+                return [torch.as_tensor(b) for b in padded_batches(sizes.numpy(), self.documents)]
             return list(torch.split(order, self.batch_size))
         order = torch.randperm(len(sizes), generator=self.generator)
         batches = []
@@ -192,3 +204,4 @@ class QueryBatches:
         keys = torch.where(mask, keys, -1.0)
         keep = torch.topk(keys, self.max_list_length, dim=1).indices.sort(dim=1).values
         return torch.gather(rows, 1, keep), torch.gather(mask, 1, keep)
+

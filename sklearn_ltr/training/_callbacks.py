@@ -1,0 +1,109 @@
+"""The one validation-NDCG callback of the training layer."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from skorch.callbacks import Callback
+
+__all__ = ["ValidationNDCG"]
+
+
+class ValidationNDCG(Callback):
+    """Record the mean NDCG@k of validation queries after each epoch in the net's history.
+
+    Two sources of validation queries:
+
+    - ``X=None`` (default): the queries the net holds out itself (``validation_fraction``);
+      the callback reuses the predictions of skorch's validation pass, with no second
+      forward pass. Under data-parallel training each process holds a share of them and
+      the per-query sums are reduced over every process (:meth:`RankingNet.reduce_sum`),
+      so every process records the same value.
+    - ``X, y, groups`` given: a separate validation set (e.g. the LETOR ``vali`` file),
+      scored with the net's prediction path after each epoch.
+
+    Monitor it with ``EarlyStopping(monitor=callback.name, lower_is_better=False)``. A
+    non-finite score gives NaN.
+
+    Parameters
+    ----------
+    k : int, default=10
+        Cut-off of NDCG.
+    X : ndarray of shape (n_samples, n_features), default=None
+        Features of a separate validation set.
+    y : ndarray of shape (n_samples,), default=None
+        Its graded relevance labels.
+    groups : ndarray of shape (n_samples,), default=None
+        Its query ids.
+    name : str, default=None
+        History key; ``"valid_ndcg@{k}"`` by default.
+    """
+
+    def __init__(self, k=10, *, X=None, y=None, groups=None, name=None):
+        self.k = k
+        self.X = X
+        self.y = y
+        self.groups = groups
+        self.name_ = name
+
+    @property
+    def name(self):
+        return self.name_ or f"valid_ndcg@{self.k}"
+
+    def initialize(self):
+        self.dataset_ = None
+        if self.X is not None:
+            from sklearn_ltr._groups import QueryGroups
+            from sklearn_ltr.training._batches import QueryDataset
+
+            self.query_groups_ = QueryGroups(np.asarray(self.groups))
+            self.dataset_ = QueryDataset.from_arrays(self.query_groups_, np.asarray(self.X, dtype=np.float32))
+        return self
+
+    def on_train_end(self, net, **kwargs):
+        # The float32 copy of a separate validation set is needed during training only.
+        self.dataset_ = self.query_groups_ = None
+
+    def on_epoch_begin(self, net, **kwargs):
+        self._scores, self._labels, self._groups = [], [], []
+        self._n_queries = 0
+
+    def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
+        if training or y_pred is None or self.dataset_ is not None:
+            return
+        inputs, labels = batch
+        mask = inputs["mask"]
+        # Any id unique to each list of the epoch identifies its query.
+        query = torch.arange(mask.shape[0], device=mask.device)[:, None].expand_as(mask)
+        self._scores.append(y_pred[mask].float().cpu())
+        self._labels.append(labels[mask].float().cpu())
+        self._groups.append(query[mask].cpu() + self._n_queries)
+        self._n_queries += mask.shape[0]
+
+    def _held_out_totals(self):
+        """``[sum of per-query NDCG, queries, non-finite flag]`` of this process's held-out queries."""
+        from sklearn_ltr.metrics import ndcg_score
+
+        totals = torch.zeros(3, dtype=torch.float64)
+        if self._scores:
+            scores = torch.cat(self._scores).numpy().astype(np.float64)
+            if not np.isfinite(scores).all():
+                totals[2] = 1.0
+            else:
+                mean = ndcg_score(torch.cat(self._labels).numpy(), scores, torch.cat(self._groups).numpy(), k=self.k)
+                totals[0], totals[1] = mean * self._n_queries, self._n_queries
+        return totals
+
+    def on_epoch_end(self, net, **kwargs):
+        from sklearn_ltr.metrics import ndcg_score
+
+        if self.dataset_ is not None:
+            scores = self.query_groups_.unsort(net.score_rows(self.dataset_))
+            finite = np.isfinite(scores).all()
+            value = ndcg_score(np.asarray(self.y), scores, np.asarray(self.groups), k=self.k) if finite else np.nan
+            net.history.record(self.name, float(value))
+            return
+        totals = net.reduce_sum(self._held_out_totals())
+        if totals[1] == 0 and totals[2] == 0:  # no validation queries (no split)
+            return
+        net.history.record(self.name, float("nan") if totals[2] > 0 else float(totals[0] / totals[1]))
