@@ -62,12 +62,12 @@ from torch import nn
 from torch.nn import functional as F
 
 from sklearn_ltr._groups import QueryGroups
-from sklearn_ltr.training._batches import QueryBatches, QueryDataset
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.losses import softmax_cross_entropy
 from sklearn_ltr.nn import DASALCNet, SetRankNet, _attention
 from sklearn_ltr.rankers._dasalc import DASALCRanker
 from sklearn_ltr.rankers._setrank import SetRankRanker
+from sklearn_ltr.training._batches import QueryBatches, QueryDataset
 
 ALLRANK_DOCS_PER_S = 12_400  # allRank's 2-layer, 1-head, 96-wide transformer with ListNet, per the issue
 N_FEATURES = 136

@@ -94,8 +94,8 @@ def _vali_callbacks(vali, patience):
     from skorch.callbacks import Callback, EarlyStopping
 
     from sklearn_ltr._groups import QueryGroups
-    from sklearn_ltr.training._net import build_dataset
     from sklearn_ltr.metrics import ndcg_score
+    from sklearn_ltr.training._net import build_dataset
 
     class ValiNDCG(Callback):
         def __init__(self, X, y, groups):

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
+from sklearn_ltr._blocks import query_blocks
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.rankers import _neural
-from sklearn_ltr._blocks import query_blocks
 
 
 @pytest.mark.parametrize("documents", [1, 5, 17, 10_000])

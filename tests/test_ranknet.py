@@ -14,10 +14,10 @@ from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback, LRScheduler
 
 from sklearn_ltr import RankNetRanker, ndcg_scorer
-from sklearn_ltr.training._net import build_dataset
 from sklearn_ltr.datasets import load_svmlight_ranking, make_ranking
 from sklearn_ltr.exceptions import NonFiniteLossError, TrainingInterruptedWarning
 from sklearn_ltr.metrics import ndcg_score, swapped_pairs
+from sklearn_ltr.training._net import build_dataset
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
