@@ -30,46 +30,34 @@ import importlib
 from sklearn_ltr.base import MissingGroupsWarning
 from sklearn_ltr.metrics import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_score, ndcg_scorer
 from sklearn_ltr.preprocessing import Log1pTransformer
+from sklearn_ltr.rankers import _registry as _rankers
 
 # The rankers load on first use (PEP 562): the neural ones import torch and skorch, which
-# LambdaMART, the metrics and the scorers do not need.
-_RANKERS = (
-    "DASALCRanker",
-    "LambdaMARTRanker",
-    "MissingPositionsWarning",
-    "RankNetRanker",
-    "RankingEnsemble",
-    "SetRankRanker",
-    "TwoTowerDebiasedRanker",
-)
+# LambdaMART, the metrics and the scorers do not need. Their names come from the one
+# registry of rankers.
 
 
 def __getattr__(name):
-    if name not in _RANKERS:
+    if name not in _rankers.exported_names():
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module("sklearn_ltr.rankers"), name)
-    globals()[name] = value
+    if name in __all__:
+        globals()[name] = value  # later lookups skip __getattr__
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_rankers.exported_names()))
 
 
-__all__ = [
-    "DASALCRanker",
-    "LambdaMARTRanker",
+__all__ = sorted([
     "Log1pTransformer",
     "MissingGroupsWarning",
-    "MissingPositionsWarning",
     "NDCGScorer",
-    "RankNetRanker",
-    "RankingEnsemble",
     "RankingScorer",
-    "SetRankRanker",
-    "TwoTowerDebiasedRanker",
     "__version__",
     "make_ranking_scorer",
     "ndcg_score",
     "ndcg_scorer",
-]
+    *_rankers.exported_names(),
+])

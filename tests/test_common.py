@@ -16,23 +16,13 @@ from sklearn.base import BaseEstimator
 
 import sklearn_ltr
 from sklearn_ltr.base import MissingGroupsWarning
-from sklearn_ltr.rankers import LambdaMARTRanker
+from sklearn_ltr.rankers._registry import RANKERS
 from sklearn_ltr.utils.estimator_checks import parametrize_with_checks
 
-_NEURAL = {"max_epochs": 2, "device": "cpu", "random_state": 0}
-
-#: Small, fast settings of every public estimator, by class name.
-FAST = {
-    "LambdaMARTRanker": {"n_estimators": 5, "num_leaves": 7, "n_jobs": 1, "random_state": 0},
-    "Log1pTransformer": {},
-    "RankNetRanker": {"hidden_sizes": (8,), **_NEURAL},
-    "DASALCRanker": {"hidden_size": 8, "n_layers": 1, "n_attention_layers": 1, "n_heads": 1, "head_size": 4,
-                     **_NEURAL},
-    "SetRankRanker": {"d_model": 8, "n_blocks": 1, "n_heads": 2, **_NEURAL},
-    "RankingEnsemble": {"estimator": LambdaMARTRanker(n_estimators=5, num_leaves=7, n_jobs=1), "n_estimators": 2,
-                        "random_state": 0},
-    "TwoTowerDebiasedRanker": {"hidden_sizes": (8,), **_NEURAL},
-}
+#: Small, fast settings of every public estimator, by class name: the registry of rankers' ``fast_params``.
+FAST = {"Log1pTransformer": {}}
+FAST.update({name: entry.fast_params() if callable(entry.fast_params) else entry.fast_params
+             for name, entry in RANKERS.items()})
 
 
 def _public_estimator_classes():

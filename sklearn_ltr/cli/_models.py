@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,18 +77,14 @@ class ModelSpec:
     preprocessing: str
     #: Trains on clicks with display positions (the two-tower model).
     clicks: bool = False
+    #: A torch model (its ``fit`` takes skorch callbacks).
+    neural: bool = False
 
     @property
     def cls(self):
         import sklearn_ltr
 
         return getattr(sklearn_ltr, self.estimator)
-
-    @property
-    def neural(self):
-        from sklearn_ltr.rankers._neural import NeuralRanker
-
-        return issubclass(self.cls, NeuralRanker)
 
     @property
     def list_context(self):
@@ -97,13 +94,28 @@ class ModelSpec:
         return get_ranker_tags(self.cls()).list_context
 
 
-MODELS = {spec.name: spec for spec in (
-    ModelSpec("lambdamart", "LambdaMARTRanker", "none"),
-    ModelSpec("ranknet", "RankNetRanker", "log1p-standardize"),
-    ModelSpec("dasalc", "DASALCRanker", "none"),
-    ModelSpec("setrank", "SetRankRanker", "log1p-standardize"),
-    ModelSpec("two-tower", "TwoTowerDebiasedRanker", "log1p-standardize", clicks=True),
-)}
+class _Models(Mapping):
+    """``--model`` name -> :class:`ModelSpec`, read from the registry of rankers each time."""
+
+    def _specs(self):
+        from sklearn_ltr.rankers import RANKERS
+
+        return {entry.cli_name: ModelSpec(entry.cli_name, entry.name, entry.cli_preprocessing, entry.clicks,
+                                          entry.neural)
+                for entry in RANKERS.values() if entry.cli_name is not None}
+
+    def __getitem__(self, name):
+        return self._specs()[name]
+
+    def __iter__(self):
+        return iter(self._specs())
+
+    def __len__(self):
+        return len(self._specs())
+
+
+#: The rankers the command line trains: those of the registry with a ``cli_name``.
+MODELS = _Models()
 
 #: ``--preprocessing`` choices (``auto`` is the model's default).
 PREPROCESSING = ("none", "standardize", "log1p-standardize")

@@ -1,32 +1,25 @@
 """The public rankers: thin scikit-learn estimators over their backends.
 
-The neural rankers load torch and skorch; they are imported on first use (PEP 562), so
-that ``from sklearn_ltr.rankers import LambdaMARTRanker`` loads neither.
+Every ranker is listed once, in :mod:`sklearn_ltr.rankers._registry`. The neural rankers
+load torch and skorch; they are imported on first use (PEP 562), so that
+``from sklearn_ltr.rankers import LambdaMARTRanker`` loads neither.
 """
 
-import importlib
+from sklearn_ltr.rankers import _registry
+from sklearn_ltr.rankers._registry import RANKERS, RankerEntry, register_ranker, unregister_ranker
 
-# name -> private module that defines it
-_LAZY = {
-    "DASALCRanker": "_dasalc",
-    "LambdaMARTRanker": "_lambdamart",
-    "MissingPositionsWarning": "_two_tower",
-    "RankNetRanker": "_ranknet",
-    "RankingEnsemble": "_ensemble",
-    "SetRankRanker": "_setrank",
-    "TwoTowerDebiasedRanker": "_two_tower",
-}
-
-__all__ = sorted(_LAZY)
+__all__ = sorted([*_registry.exported_names(), "RANKERS", "RankerEntry", "register_ranker", "unregister_ranker"])
 
 
 def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
+    try:
+        value = _registry.load(name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    if name in __all__:
+        globals()[name] = value  # later lookups skip __getattr__ (a ranker registered later is not cached)
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(_registry.exported_names()))

@@ -10,6 +10,17 @@ True
 """
 
 from sklearn_ltr.utils._tags import RankerTags, Tags, get_ranker_tags
-from sklearn_ltr.utils.persistence import TRUSTED_TYPES
 
 __all__ = ["TRUSTED_TYPES", "RankerTags", "Tags", "get_ranker_tags"]
+
+# The bottom of the package (compat, tags, optional imports) lives in this package's private
+# modules, which everything imports; TRUSTED_TYPES reads the registry of rankers, a layer up,
+# so it loads on first use only (PEP 562): importing the bottom never drags the top along.
+
+
+def __getattr__(name):
+    if name == "TRUSTED_TYPES":
+        from sklearn_ltr.utils.persistence import TRUSTED_TYPES
+
+        return TRUSTED_TYPES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

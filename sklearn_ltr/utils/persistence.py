@@ -39,29 +39,32 @@ Examples
 True
 """
 
-__all__ = ["TRUSTED_TYPES"]
+from sklearn_ltr.rankers import _registry
+
+__all__ = ["TRUSTED_TYPES", "trusted_types"]
+
+#: Types outside any one ranker's entry: the preprocessing every pipeline of the docs uses.
+_SHARED_TYPES = ("sklearn_ltr.preprocessing._log1p.Log1pTransformer",)
+
+
+def trusted_types():
+    """Fully qualified names of the types skops files of the registered rankers reference.
+
+    Read from the registry of rankers (:mod:`sklearn_ltr.rankers._registry`): each ranker's
+    class and the types its entry declares (its net, its torch module, LightGBM's model).
+    Includes rankers registered after import, which :data:`TRUSTED_TYPES` does not.
+    """
+    types = []
+    for entry in _registry.RANKERS.values():
+        types.append(f"{entry.module}.{entry.name}")
+    types.extend(_SHARED_TYPES)
+    for entry in _registry.RANKERS.values():
+        types.extend(entry.trusted_types)
+    return list(dict.fromkeys(types))
+
 
 #: list of str: fully qualified names of the types that skops files of ``sklearn_ltr``
 #: models reference beyond skops's own trusted defaults; ``trusted=`` of ``skops.io.load``
-#: and ``skops_trusted_types=`` of ``mlflow.sklearn.log_model``.
-TRUSTED_TYPES = [
-    # The estimators.
-    "sklearn_ltr.rankers._ranknet.RankNetRanker",
-    "sklearn_ltr.rankers._dasalc.DASALCRanker",
-    "sklearn_ltr.rankers._setrank.SetRankRanker",
-    "sklearn_ltr.rankers._two_tower.TwoTowerDebiasedRanker",
-    "sklearn_ltr.rankers._lambdamart.LambdaMARTRanker",
-    "sklearn_ltr.rankers._ensemble.RankingEnsemble",
-    "sklearn_ltr.preprocessing._log1p.Log1pTransformer",
-    # A neural ranker's fitted net (without its training state) and the torch modules it rebuilds.
-    "sklearn_ltr.training._net.RankingNet",
-    "sklearn_ltr.rankers._two_tower._TwoTowerNet",
-    "sklearn_ltr.nn._mlp.MLPScorer",
-    "sklearn_ltr.nn._dasalc.DASALCNet",
-    "sklearn_ltr.nn._setrank.SetRankNet",
-    "sklearn_ltr.nn._two_tower.TwoTowerScorer",
-    # LambdaMARTRanker's LightGBM model.
-    "lightgbm.sklearn.LGBMRanker",
-    "lightgbm.basic.Booster",
-    "collections.OrderedDict",
-]
+#: and ``skops_trusted_types=`` of ``mlflow.sklearn.log_model``. Built from the registry of
+#: rankers at import (:func:`trusted_types`).
+TRUSTED_TYPES = trusted_types()
