@@ -20,7 +20,6 @@ from sklearn_ltr._atomic import write_atomically
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.datasets._text_lines import READ_ERRORS, decompression_error, first_bad_line
-from sklearn_ltr.datasets._text_lines import decompression_error as _decompression_error  # noqa: F401 (the CLI, until it reads through the registry)
 from sklearn_ltr.datasets._text_lines import file_name as _name
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
