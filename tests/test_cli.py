@@ -325,6 +325,45 @@ def test_mq2008_fold1(capsys, data_dir, model, params, tmp_path):
         np.testing.assert_allclose(ranker.predict(X), scores, rtol=1e-12)
 
 
+# --------------------------------------------------------------------------- the registry of file formats
+
+
+def test_format_choices_are_the_registry_names():
+    import argparse
+
+    from sklearn_ltr.cli._main import build_parser
+    from sklearn_ltr.datasets import FILE_FORMATS
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name in ("train", "predict", "evaluate"):
+        choices = next(a.choices for a in commands[name]._actions if "--format" in a.option_strings)
+        assert list(choices) == ["auto", *FILE_FORMATS], name
+
+
+@pytest.mark.parametrize("fmt", ["auto", "svmlight"])
+def test_data_is_read_through_the_registry(capsys, monkeypatch, files, lambdamart_model, fmt):
+    """The command line reads data with the registry's reader: replacing an entry's reader is seen."""
+    import dataclasses
+    from types import MappingProxyType
+
+    from sklearn_ltr.datasets import FILE_FORMATS, _file_formats
+
+    calls = []
+
+    def reader(path, **options):
+        calls.append(str(path))
+        return load_svmlight_ranking(path, **options)
+
+    registry = MappingProxyType({**FILE_FORMATS, "svmlight": dataclasses.replace(FILE_FORMATS["svmlight"],
+                                                                                  reader=reader)})
+    monkeypatch.setattr(_file_formats, "FILE_FORMATS", registry)
+    monkeypatch.setattr(_data_files, "FILE_FORMATS", registry)
+    status, out, _ = run(capsys, "predict", "--model", lambdamart_model, "--data", files["test.txt"], "--format", fmt,
+                         "--out", "-")
+    assert status == 0 and len(out.split()) == len(load_svmlight_ranking(files["test.txt"])[1])
+    assert calls == [str(files["test.txt"])]
+
+
 # --------------------------------------------------------------------------- user errors
 
 
