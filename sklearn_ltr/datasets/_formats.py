@@ -95,7 +95,8 @@ def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based
         If the file is not in SVMlight format, is empty, or has rows without ``qid:``
         (LightGBM-style files keep query sizes in a ``.query`` file instead: use
         :func:`load_lightgbm_ranking`); or if a file named ``*.gz`` or ``*.bz2`` does not
-        decompress (truncated, or not compressed). The message names the file.
+        decompress (truncated, or not compressed). The message names the file and, for a
+        malformed line, the line and the reason.
 
     See Also
     --------
