@@ -26,7 +26,7 @@ import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ltr import LambdaMARTRanker, __version__
-from sklearn_ltr.cli import _commands, _files, _progress, main
+from sklearn_ltr.cli import _commands, _data_files, _output, _progress, main
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.datasets import (
     dump_lightgbm_ranking,
@@ -323,6 +323,45 @@ def test_mq2008_fold1(capsys, data_dir, model, params, tmp_path):
         ranker = LambdaMARTRanker(n_estimators=100, learning_rate=0.05, num_leaves=15, n_jobs=1, random_state=0,
                                   eval_at=(10,), early_stopping_rounds=50).fit(*train, eval_set=[vali])
         np.testing.assert_allclose(ranker.predict(X), scores, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- the registry of file formats
+
+
+def test_format_choices_are_the_registry_names():
+    import argparse
+
+    from sklearn_ltr.cli._main import build_parser
+    from sklearn_ltr.datasets import FILE_FORMATS
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name in ("train", "predict", "evaluate"):
+        choices = next(a.choices for a in commands[name]._actions if "--format" in a.option_strings)
+        assert list(choices) == ["auto", *FILE_FORMATS], name
+
+
+@pytest.mark.parametrize("fmt", ["auto", "svmlight"])
+def test_data_is_read_through_the_registry(capsys, monkeypatch, files, lambdamart_model, fmt):
+    """The command line reads data with the registry's reader: replacing an entry's reader is seen."""
+    import dataclasses
+    from types import MappingProxyType
+
+    from sklearn_ltr.datasets import FILE_FORMATS, _file_formats
+
+    calls = []
+
+    def reader(path, **options):
+        calls.append(str(path))
+        return load_svmlight_ranking(path, **options)
+
+    registry = MappingProxyType({**FILE_FORMATS, "svmlight": dataclasses.replace(FILE_FORMATS["svmlight"],
+                                                                                  reader=reader)})
+    monkeypatch.setattr(_file_formats, "FILE_FORMATS", registry)
+    monkeypatch.setattr(_data_files, "FILE_FORMATS", registry)
+    status, out, _ = run(capsys, "predict", "--model", lambdamart_model, "--data", files["test.txt"], "--format", fmt,
+                         "--out", "-")
+    assert status == 0 and len(out.split()) == len(load_svmlight_ranking(files["test.txt"])[1])
+    assert calls == [str(files["test.txt"])]
 
 
 # --------------------------------------------------------------------------- user errors
@@ -882,22 +921,16 @@ def test_model_that_scores_nan_writes_nothing(capsys, monkeypatch, work):
 
 def test_write_scores_refuses_nan(tmp_path):
     with pytest.raises(CLIError, match=r"1 of 3 scores are NaN or infinite \(the first on row 2\)"):
-        _files.write_scores(str(tmp_path / "s.txt"), [0.5, np.inf, 1.0])
+        _output.write_scores(str(tmp_path / "s.txt"), [0.5, np.inf, 1.0])
     assert list(tmp_path.iterdir()) == []
 
 
 def test_damaged_model_files(capsys, work):
-    estimator = joblib.load(work / "model.joblib")
-    metadata = estimator.cli_metadata_
     no_features = _with_metadata(work / "model.joblib", n_features=None)
     text_version = _with_metadata(work / "model.joblib", format_version="2")
     foreign = _with_metadata(work / "model.joblib")
     foreign.cli_metadata_ = "a note"
-    old = {**metadata, "format_version": 1, "estimator": estimator}  # the dict of format version 1
-    for name, damaged in (("no-features", no_features), ("text-version", text_version), ("foreign", foreign),
-                          ("old-no-features", {k: v for k, v in old.items() if k != "n_features"}),
-                          ("old-no-predict", {**old, "estimator": 3}),
-                          ("old-text-version", {**old, "format_version": "2"})):
+    for name, damaged in (("no-features", no_features), ("text-version", text_version), ("foreign", foreign)):
         joblib.dump(damaged, work / f"{name}.joblib")
         for command in (["predict", "--out", "-"], ["evaluate"]):
             status, _, err = run(capsys, command[0], "--model", work / f"{name}.joblib", "--data", work / "test.txt",
@@ -905,21 +938,27 @@ def test_damaged_model_files(capsys, work):
             last = err.strip().splitlines()[-1]
             assert status == 2 and last.startswith("sklearn-ltr: error: "), err
             assert repr(str(work / f"{name}.joblib")) in last and "damaged" in last, last
-            assert ("old layout" in err) == name.startswith("old"), err
 
 
 # --------------------------------------------------------------------------- one model file for Python and the CLI
 
 
-def test_old_dict_model_file_loads_with_a_deprecation_warning(capsys, work):
+def test_pre_release_dict_model_file_is_refused(capsys, work):
+    """The dict around the estimator of pre-release versions (format_version 1) is one error: train again."""
     estimator = joblib.load(work / "model.joblib")
-    expected = run(capsys, "predict", "--model", work / "model.joblib", "--data", work / "test.txt", "--out", "-")
-    joblib.dump({**estimator.cli_metadata_, "format_version": 1, "estimator": estimator}, work / "old.joblib")
-    status, out, err = run(capsys, "predict", "--model", work / "old.joblib", "--data", work / "test.txt", "--out",
-                           "-")
-    assert status == 0 and out == expected[1]
-    assert err.startswith("sklearn-ltr: warning: ") and "old layout" in err and "deprecated" in err
-    assert "joblib.dump(joblib.load(path)['estimator'], path)" in err
+    metadata = estimator.cli_metadata_
+    old = {**metadata, "format_version": 1, "estimator": estimator}
+    for name, layout in (("old", old), ("old-no-features", {k: v for k, v in old.items() if k != "n_features"}),
+                         ("old-no-predict", {**old, "estimator": 3}),
+                         ("old-text-version", {**old, "format_version": "2"})):
+        joblib.dump(layout, work / f"{name}.joblib")
+        before = snapshot(work)
+        for command in (["predict", "--out", work / "s.txt"], ["evaluate"]):
+            line = assert_user_error(capsys, [command[0], "--model", work / f"{name}.joblib", "--data",
+                                              work / "test.txt", *command[1:]],
+                                     repr(str(work / f"{name}.joblib")), "pre-release layout", "sklearn-ltr train")
+            assert "damaged" not in line and "warning" not in line
+        assert snapshot(work) == before
 
 
 @pytest.fixture(scope="module")
@@ -1015,7 +1054,7 @@ def test_feature_index_too_large_for_memory(capsys, monkeypatch, work):
                  ["train", "--model", "lambdamart", "--train", path, "--out", work / "m.joblib"]):
         assert_user_error(capsys, args, repr(str(path)), "2,147,483,647", "GiB")
     # Checked against the machine's memory before allocating: 100 x 20,000 float64 is 15 MiB.
-    monkeypatch.setattr(_files, "_physical_memory", lambda: 2**20)
+    monkeypatch.setattr(_data_files, "physical_memory", lambda: 2**20)
     path.write_text("".join(f"{i % 3} qid:{i // 10} 1:0.5 20000:1\n" for i in range(100)))
     assert_user_error(capsys, ["train", "--model", "lambdamart", "--train", path, "--out", work / "m.joblib"],
                       repr(str(path)), "20,000", "0.0 GiB of memory")

@@ -27,8 +27,9 @@ types).
 
 The modules: ``_main`` (parser, :func:`main`), ``_commands`` (train, predict, evaluate),
 ``_demo``, ``_models`` (the rankers' defaults and training with validation), ``_clicks``
-(two-tower click logs), ``_files`` (data formats, ``--param``, saved models, scores),
-``_output`` (output files: checked before any work, written atomically), ``_metrics``
+(two-tower click logs), ``_data_files`` (data, positions and scores files, read through
+:data:`sklearn_ltr.datasets.FILE_FORMATS`), ``_params`` (``--param``), ``_model_files`` (saved
+models), ``_output`` (output files: checked before any work, written atomically), ``_metrics``
 (``--metrics``), ``_progress`` (tqdm bars) and ``_errors``.
 
 Examples

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from sklearn_ltr.cli._data_files import read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._files import read_rows_of_numbers
+from sklearn_ltr.utils._system import physical_memory
 
 __all__ = ["ClickLog", "click_log"]
 
@@ -48,10 +49,8 @@ def simulate_sessions(X, y, groups, *, sessions, w=1.0, random_state=None):
 
 def _check_simulation_size(data, sessions):
     """A :class:`CLIError` when ``sessions`` copies of the rows cannot fit in this machine's memory."""
-    from sklearn_ltr.cli._files import _physical_memory
-
     n_bytes = sessions * data.X.shape[0] * (data.X.shape[1] + 4) * 8  # features, clicks, positions, session ids
-    memory = _physical_memory()
+    memory = physical_memory()
     if memory is not None and n_bytes > memory:
         raise CLIError(f"--simulate-clicks {sessions} repeats the {data.X.shape[0]:,} rows of {data.path!r} "
                        f"{sessions:,} times: {n_bytes / 2**30:,.1f} GiB, more than this machine's "
@@ -59,7 +58,7 @@ def _check_simulation_size(data, sessions):
 
 
 def click_log(data, *, positions_path=None, simulate=None, w=1.0, random_state=None):
-    """The :class:`ClickLog` of ``train --model two-tower`` from a :class:`~sklearn_ltr.cli._files.RankingFile`."""
+    """The :class:`ClickLog` of ``train --model two-tower`` from a :class:`~sklearn_ltr.cli._data_files.RankingFile`."""
     from sklearn_ltr._groups import QueryGroups
 
     if simulate is not None:

@@ -20,20 +20,13 @@ import numpy as np
 
 from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._clicks import click_log
+from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._files import (
-    align_features,
-    data_file_inputs,
-    load_model,
-    parse_params,
-    read_ranking,
-    read_rows_of_numbers,
-    save_model,
-    write_scores,
-)
 from sklearn_ltr.cli._metrics import parse_metrics
+from sklearn_ltr.cli._model_files import load_model, save_model
 from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model, settable_params
-from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output
+from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output, write_scores
+from sklearn_ltr.cli._params import parse_params
 
 __all__ = ["evaluate", "predict", "train"]
 

@@ -34,8 +34,8 @@ import numpy as np
 
 from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._clicks import simulate_sessions
+from sklearn_ltr.cli._data_files import RankingFile, align_features, read_ranking
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._files import RankingFile, align_features, read_ranking
 from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model
 
 __all__ = ["demo_models", "run_demo"]

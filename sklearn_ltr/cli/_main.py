@@ -8,8 +8,8 @@ import os
 import sys
 import warnings
 
+from sklearn_ltr.cli._data_files import FORMATS
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._files import FORMATS
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 
 __all__ = ["build_parser", "main"]

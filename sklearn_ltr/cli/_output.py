@@ -6,19 +6,23 @@ renamed over it, so that a failed or interrupted write (a full disk, an error of
 serializer, Ctrl-C) leaves the previous file as it was and no fragment. Before any work,
 :func:`refuse_input_as_output` checks that the output is none of the command's inputs
 (compared after resolving symbolic links, and by inode for hard links), and
-:func:`check_output_path` that its folder exists and accepts a new file.
+:func:`check_output_path` that its folder exists and accepts a new file. :func:`write_scores`
+writes ``predict``'s scores, one per line.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+
+import numpy as np
 
 from sklearn_ltr import _atomic
 from sklearn_ltr._atomic import is_special_file
 from sklearn_ltr.cli._errors import CLIError
 
-__all__ = ["check_output_path", "refuse_input_as_output", "write_atomically"]
+__all__ = ["check_output_path", "refuse_input_as_output", "write_atomically", "write_scores"]
 
 
 def _same_file(a, b):
@@ -91,3 +95,22 @@ def write_atomically(path, write, *, what):
             raise CLIError(f"cannot write {what} {path!r}: {err.strerror or err}.") from err
         raise CLIError(f"cannot write {what} {path!r}: {err.strerror or err}; nothing was written (a previous file "
                        f"is left as it was).") from err
+
+
+def write_scores(path, scores):
+    """One score per line (shortest exact decimal form), to ``path`` or standard output for ``-``.
+
+    NaN or infinite scores are refused (a :class:`CLIError`, nothing written): no ranking
+    can be read from them.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if not np.isfinite(scores).all():
+        bad = np.flatnonzero(~np.isfinite(scores))
+        raise CLIError(f"{len(bad):,} of {len(scores):,} scores are NaN or infinite (the first on row {bad[0] + 1}); "
+                       f"refusing to write them to {path!r}.")
+    text = "".join(f"{score!r}\n" for score in scores.tolist())
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    write_atomically(path, lambda f: f.write(text.encode("utf-8")), what="scores file")

@@ -1,7 +1,21 @@
-"""Ranking data: LETOR/SVMlight and LightGBM file formats, synthetic data, click simulation."""
+"""Ranking data: LETOR/SVMlight and LightGBM file formats, synthetic data, click simulation.
+
+:data:`FILE_FORMATS` is the registry of file formats, by name: each :class:`FileFormat` holds its
+reader, writer, file name suffixes and description. :func:`read_ranking_file` reads a file of any
+of them, picking the format by name, else by its first data line or its suffix.
+
+Examples
+--------
+>>> from sklearn_ltr.datasets import FILE_FORMATS
+>>> sorted(FILE_FORMATS)
+['lightgbm', 'svmlight']
+>>> FILE_FORMATS["svmlight"].reader.__name__, FILE_FORMATS["lightgbm"].writer.__name__
+('load_svmlight_ranking', 'dump_lightgbm_ranking')
+"""
 
 from sklearn_ltr.datasets._clicks import click_probability, observation_propensity, simulate_clicks
 from sklearn_ltr.datasets._dask_formats import read_svmlight_ranking_dask
+from sklearn_ltr.datasets._file_formats import FILE_FORMATS, FileFormat, detect_file_format, read_ranking_file
 from sklearn_ltr.datasets._formats import (
     dump_lightgbm_ranking,
     dump_svmlight_ranking,
@@ -11,13 +25,17 @@ from sklearn_ltr.datasets._formats import (
 from sklearn_ltr.datasets._synthetic import make_ranking
 
 __all__ = [
+    "FILE_FORMATS",
+    "FileFormat",
     "click_probability",
+    "detect_file_format",
     "dump_lightgbm_ranking",
     "dump_svmlight_ranking",
     "load_lightgbm_ranking",
     "load_svmlight_ranking",
     "make_ranking",
     "observation_propensity",
+    "read_ranking_file",
     "read_svmlight_ranking_dask",
     "simulate_clicks",
 ]

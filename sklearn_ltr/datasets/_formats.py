@@ -10,7 +10,6 @@ the checks and error messages that name the file.
 from __future__ import annotations
 
 import os
-import zlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,45 +19,11 @@ from sklearn.utils import check_array
 from sklearn_ltr._atomic import write_atomically
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._validation import check_relevance
+from sklearn_ltr.datasets._text_lines import READ_ERRORS, decompression_error, first_bad_line
+from sklearn_ltr.datasets._text_lines import file_name as _name
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
 __all__ = ["dump_lightgbm_ranking", "dump_svmlight_ranking", "load_lightgbm_ranking", "load_svmlight_ranking"]
-
-
-def _name(path):
-    """How error messages name a file: its path, or a file object's ``name``."""
-    return os.fspath(path) if isinstance(path, (str, os.PathLike)) else getattr(path, "name", repr(path))
-
-
-#: Compressed files that :func:`sklearn.datasets.load_svmlight_file` decompresses, by file name suffix.
-_COMPRESSION = {".gz": "gzip", ".bz2": "bzip2"}
-
-
-def _compression(path):
-    """``"gzip"`` or ``"bzip2"`` when ``path`` is a file name that is read decompressed, else None."""
-    if not isinstance(path, (str, os.PathLike)):
-        return None
-    return _COMPRESSION.get(os.path.splitext(os.fspath(path))[1].lower())
-
-
-def _decompression_error(path, err):
-    """The ValueError naming ``path`` for a ``.gz``/``.bz2`` file that does not decompress, else None.
-
-    gzip and bz2 report a truncated stream as :class:`EOFError`, a file that is not
-    compressed or is corrupt as an :class:`OSError` without an ``errno`` (``BadGzipFile``,
-    bz2's "Invalid data stream") or a :class:`zlib.error`. An ``OSError`` with an ``errno``
-    (permission denied, an I/O error) is a real I/O error, left as it is.
-    """
-    kind = _compression(path)
-    if kind is None or (isinstance(err, OSError) and err.errno is not None):
-        return None
-    suffix = os.path.splitext(os.fspath(path))[1]
-    if isinstance(err, EOFError):
-        why = "it ends before its compressed data does (truncated: a partial download or copy?)"
-    else:
-        why = (f"it is not valid {kind} data (a file that was never compressed? then remove the {suffix!r} "
-               f"from its name)")
-    return ValueError(f"could not decompress {_name(path)!r}, read as {kind} for its {suffix!r} name: {why}: {err}.")
 
 
 def _read(path, *, n_features, dtype, zero_based, query_id):
@@ -70,13 +35,17 @@ def _read(path, *, n_features, dtype, zero_based, query_id):
     except InvalidParameterError:  # a bad argument (dtype, n_features, ...), not a bad file
         raise
     except (ValueError, TypeError, OverflowError) as err:
+        bad = first_bad_line(path)  # name the line at fault where one is
+        if bad is not None:
+            raise ValueError(f"could not read {_name(path)!r} as an SVMlight/libsvm ranking file: line {bad[0]}: "
+                             f"{bad[1]}.") from err
         reason = str(err) if len(str(err)) <= 200 else str(err)[:200] + "..."
         raise ValueError(
             f"could not read {_name(path)!r} as an SVMlight/libsvm ranking file "
             f"('<label> [qid:<id>] <index>:<value> ...' per line): {reason}"
         ) from err
-    except (EOFError, OSError, zlib.error) as err:
-        error = _decompression_error(path, err)
+    except READ_ERRORS as err:
+        error = decompression_error(path, err)
         if error is None:
             raise
         raise error from err
@@ -126,7 +95,8 @@ def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based
         If the file is not in SVMlight format, is empty, or has rows without ``qid:``
         (LightGBM-style files keep query sizes in a ``.query`` file instead: use
         :func:`load_lightgbm_ranking`); or if a file named ``*.gz`` or ``*.bz2`` does not
-        decompress (truncated, or not compressed). The message names the file.
+        decompress (truncated, or not compressed). The message names the file and, for a
+        malformed line, the line and the reason.
 
     See Also
     --------

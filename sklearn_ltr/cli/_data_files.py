@@ -1,0 +1,232 @@
+"""Data files of the commands: ranking data (``--train``, ``--valid``, ``--data``), positions and scores files.
+
+Ranking data is read through the public registry of file formats,
+:data:`sklearn_ltr.datasets.FILE_FORMATS` (``--format`` takes its names, or ``auto``), with
+:func:`sklearn_ltr.datasets.read_ranking_file`; ``auto`` is
+:func:`sklearn_ltr.datasets.detect_file_format`: a ``qid:`` field on the first data line means
+SVMlight/LETOR, none means LightGBM (query sizes in ``FILE.query``). ``.gz`` and ``.bz2`` files
+are read as well. The library's errors name the file and, for a malformed line, the line and the
+reason; this module turns them into :class:`~sklearn_ltr.cli._errors.CLIError` and adds what only
+the command line knows (which ``--format`` to use).
+
+Positions and scores files hold one number per line (``#`` comments and blank lines skipped).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import os
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from sklearn_ltr.cli._errors import CLIError
+from sklearn_ltr.datasets import FILE_FORMATS, detect_file_format, read_ranking_file
+from sklearn_ltr.utils._system import physical_memory
+
+__all__ = [
+    "FORMATS",
+    "RankingFile",
+    "align_features",
+    "check_input",
+    "data_file_inputs",
+    "detect_format",
+    "input_error",
+    "read_ranking",
+    "read_rows_of_numbers",
+]
+
+#: File formats of ``--format`` (besides ``auto``): the library's registry.
+FORMATS = tuple(FILE_FORMATS)
+
+
+@dataclass
+class RankingFile:
+    """The rows of a ranking data file, in file order."""
+
+    path: str
+    format: str
+    X: np.ndarray
+    y: np.ndarray
+    #: Query id of each row; None for a LightGBM file read without its ``.query`` file.
+    groups: np.ndarray | None
+
+    @property
+    def n_queries(self):
+        return 0 if self.groups is None else len(np.unique(self.groups))
+
+    def describe(self):
+        queries = "queries unknown" if self.groups is None else f"{self.n_queries:,} queries"
+        return f"{self.path}: {len(self.y):,} rows, {queries}, {self.X.shape[1]} features"
+
+
+def check_input(path, what="data file"):
+    """Raise :class:`CLIError` unless ``path`` is a readable file."""
+    if not os.path.exists(path):
+        raise CLIError(f"{what} {path!r} does not exist.")
+    if os.path.isdir(path):
+        raise CLIError(f"{what} {path!r} is a directory, not a file.")
+
+
+def input_error(path, err, what="data file"):
+    """The :class:`CLIError` of an error reading ``path``: the library's message (naming the file), or an I/O error."""
+    if isinstance(err, OSError):
+        return CLIError(f"cannot read {what} {getattr(err, 'filename', None) or path!r}: {err.strerror or err}.")
+    if isinstance(err, ValueError):
+        message = str(err).rstrip(".") + "."
+        return CLIError(message if path in message else f"cannot read {what} {path!r}: {message}")
+    return CLIError(f"cannot read {what} {path!r}: {type(err).__name__}: {err}.")
+
+
+#: What reading a file can raise that is the file's fault, not a bug: a malformed or unreadable file.
+_READ_ERRORS = (ValueError, OSError, EOFError)
+
+
+def detect_format(path):
+    """The ``--format auto`` name of ``path``'s format (see :func:`sklearn_ltr.datasets.detect_file_format`)."""
+    check_input(path)
+    try:
+        return detect_file_format(path)
+    except _READ_ERRORS as err:
+        raise input_error(path, err) from err
+
+
+def data_file_inputs(option, path, fmt="auto"):
+    """``[(description, path)]`` that a data file option reads: the file, and its format's companions (``.query``)."""
+    if path is None:
+        return []
+    inputs = [(f"{option} {path!r}", path)]
+    if fmt == "auto":
+        fmt = detect_format(path) if os.path.isfile(path) else None
+    if fmt is not None:
+        inputs += [(f"the {what} file of {option} {path!r}", companion)
+                   for companion, what in FILE_FORMATS[fmt].companions(path).items()]
+    return inputs
+
+
+def _check_format(path, fmt, detected, require_groups):
+    """A :class:`CLIError` when ``path`` cannot be read as ``fmt`` (its first data line reads as ``detected``)."""
+    spec, found = FILE_FORMATS[fmt], FILE_FORMATS[detected]
+    if fmt != detected and not spec.companions(path):  # the format's query ids are in the file, not there
+        beside = "".join(f" ({what} in {companion!r})" for companion, what in found.companions(path).items())
+        raise CLIError(f"{path!r} is not {spec.title} data: its first data line has {found.recognized_by}, so it "
+                       f"reads as {found.title} data{beside}; use --format {detected} or auto.")
+    for companion, what in spec.companions(path).items():
+        if os.path.exists(companion) or (spec.rows_reader is not None and not require_groups):
+            continue
+        if fmt != detected:
+            why, fix = f"(--format {fmt})", f"use --format auto to read it as {found.title} data"
+        else:
+            inline = [other for other in FILE_FORMATS.values() if not other.companions(path)]
+            why = f"has {spec.recognized_by}, so it"
+            fix = " or ".join(f"put {other.recognized_by} on every line of {path!r}" for other in inline)
+        raise CLIError(f"{path!r} {why} is read as {spec.title} data, whose {what} belong in {companion!r}: that file "
+                       f"does not exist. Write it, or {fix}.")
+
+
+def _dense(path, X):
+    """``X`` (CSR) as a dense array; a :class:`CLIError` when that cannot fit in memory (a stray feature index)."""
+    n_bytes = X.shape[0] * X.shape[1] * X.dtype.itemsize
+    memory = physical_memory()
+    too_big = (f"{path!r} has feature indices up to {X.shape[1]:,}: its {X.shape[0]:,} rows would take "
+               f"{n_bytes / 2**30:,.1f} GiB as dense features")
+    if memory is not None and n_bytes > memory:
+        raise CLIError(f"{too_big}, more than this machine's {memory / 2**30:,.1f} GiB of memory. Is a feature "
+                       f"index wrong?")
+    try:
+        return X.toarray()
+    except MemoryError as err:
+        raise CLIError(f"{too_big}, more than the memory available. Is a feature index wrong?") from err
+
+
+def read_ranking(path, fmt="auto", *, require_groups=True):
+    """Read a ranking data file into a :class:`RankingFile` (dense features, file row order).
+
+    Parameters
+    ----------
+    path : str
+        A file of a format of :data:`~sklearn_ltr.datasets.FILE_FORMATS`.
+    fmt : str, default="auto"
+        A name of :data:`FORMATS`, or ``auto`` (:func:`sklearn_ltr.datasets.detect_file_format`).
+    require_groups : bool, default=True
+        Whether a LightGBM file needs its ``.query`` file. False reads one without it
+        (``groups=None``): enough to score rows with a pointwise model.
+    """
+    detected = detect_format(path)
+    fmt = detected if fmt == "auto" else fmt
+    _check_format(path, fmt, detected, require_groups)
+    try:
+        X, y, groups = read_ranking_file(path, fmt, dense=False, require_groups=require_groups)
+    except _READ_ERRORS as err:
+        raise input_error(path, err) from err
+    if X.shape[0] == 0:
+        raise CLIError(f"data file {path!r} holds no data rows.")
+    return RankingFile(path, fmt, np.ascontiguousarray(_dense(path, X)), y, groups)
+
+
+def align_features(data, n_features, *, model_name="the model"):
+    """Pad ``data.X`` with zero columns up to ``n_features``; more columns than that is an error.
+
+    Sparse files leave out zero values, so a file may end before the model's last features.
+    """
+    have = data.X.shape[1]
+    if have > n_features:
+        raise CLIError(
+            f"{data.path!r} has {have} features (feature index up to {have}), but {model_name} was trained on "
+            f"{n_features}; predict and evaluate need the features of the training file."
+        )
+    if have < n_features:
+        data.X = np.hstack([data.X, np.zeros((data.X.shape[0], n_features - have), dtype=data.X.dtype)])
+    return data
+
+
+def _short(text, limit=30):
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+#: Compressed positions and scores files, read decompressed by their file name suffix.
+_OPENERS = {".gz": ("gzip", gzip.open), ".bz2": ("bzip2", bz2.open)}
+
+
+def _number_lines(path, what):
+    """``(line_number, fields)`` of the non-blank, non-comment lines of a positions or scores file."""
+    kind, opener = _OPENERS.get(os.path.splitext(path)[1].lower(), (None, open))
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                fields = line.split("#", 1)[0].split()
+                if fields:
+                    yield number, fields
+    except (OSError, EOFError, zlib.error) as err:
+        if kind is not None and not (isinstance(err, OSError) and err.errno is not None):
+            raise CLIError(f"cannot read {what} {path!r}: it does not decompress as {kind} data, as its name "
+                           f"says ({type(err).__name__}: {err}).") from err
+        raise input_error(path, err, what) from err
+
+
+def read_rows_of_numbers(path, n_rows, *, what, integer=False):
+    """One finite number per data line of ``path`` (``#`` comments and blank lines skipped), ``n_rows`` of them.
+
+    With ``integer``, every number must be a 1-based rank (a whole number from 1 to 2**63 - 1).
+    """
+    check_input(path, what)
+    values = []
+    for number, fields in _number_lines(path, what):
+        if len(fields) != 1:
+            raise CLIError(f"{what} {path!r}, line {number}: expected one number per line, got {len(fields)} fields.")
+        try:
+            value = float(fields[0])
+        except ValueError:
+            raise CLIError(f"{what} {path!r}, line {number}: {_short(fields[0])} is not a number.") from None
+        if not np.isfinite(value):
+            raise CLIError(f"{what} {path!r}, line {number}: {_short(fields[0])} is not a finite number.")
+        if integer and not (value.is_integer() and 1 <= value < 2**63):
+            raise CLIError(f"{what} {path!r}, line {number}: {_short(fields[0])} is not a 1-based rank "
+                           f"(1, 2, 3, ...).")
+        values.append(value)
+    if len(values) != n_rows:
+        raise CLIError(f"{what} {path!r} has {len(values)} values, but the data file has {n_rows} rows; "
+                       f"give one per row, in the data file's order.")
+    return np.asarray(values, dtype=np.int64 if integer else np.float64)
