@@ -8,7 +8,9 @@ load torch and skorch; they are imported on first use (PEP 562), so that
 from sklearn_ltr.rankers import _registry
 from sklearn_ltr.rankers._registry import RANKERS, RankerEntry, register_ranker, unregister_ranker
 
-__all__ = sorted([*_registry.exported_names(), "RANKERS", "RankerEntry", "register_ranker", "unregister_ranker"])
+__all__ = ["RANKERS", "RankerEntry", "register_ranker", "unregister_ranker"]
+__all__ += _registry.exported_names()  # the registered rankers (and their warnings)
+__all__.sort()
 
 
 def __getattr__(name):
