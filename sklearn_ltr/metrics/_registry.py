@@ -214,13 +214,18 @@ METRICS = MappingProxyType(_REGISTRY)
 
 
 def _spellings(per_query=False):
-    """``"ndcg[@k], ..., precision@k (or p, prec), ..."``: the accepted names, for messages."""
+    """``"ndcg[@k], ..., precision@k (or p, prec), ..."``: the accepted names, for messages.
+
+    With ``per_query=False`` every registered metric, those without per-query values marked.
+    """
     words = []
     for metric in _REGISTRY.values():
         if per_query and metric.per_query is None:
             continue
         word = metric.name + ("@k" if metric.requires_k else "[@k]" if metric.takes_k else "")
-        words.append(word + (f" (or {', '.join(metric.aliases)})" if metric.aliases else ""))
+        notes = [f"or {', '.join(metric.aliases)}"] if metric.aliases else []
+        notes += ["no per-query values"] if metric.per_query is None else []
+        words.append(word + (f" ({'; '.join(notes)})" if notes else ""))
     return ", ".join(words)
 
 
@@ -268,7 +273,7 @@ def get_metric(name, *, per_query=False, owner="get_metric", parameter="name"):
             )
         raise InvalidParameterError(
             f"{start} a registered metric; got unknown metric {name!r}. A metric must be one of "
-            f"{_spellings(per_query)} (sklearn_ltr.metrics.METRICS; add one with register_metric)."
+            f"{_spellings()} (sklearn_ltr.metrics.METRICS; add one with register_metric)."
         )
     metric = _REGISTRY[key]
     if per_query and metric.per_query is None:
