@@ -52,13 +52,12 @@ The registry names every metric that the scorers and the significance tests acce
 (False, 1.0)
 """
 
-from sklearn_ltr.metrics import _scorer
+from sklearn_ltr.metrics import _registry, _scorer
 from sklearn_ltr.metrics._binary import average_precision_score, mrr_score, precision_at_k
 from sklearn_ltr.metrics._cascade import err_score
 from sklearn_ltr.metrics._dcg import dcg_score, ndcg_per_query, ndcg_score
 from sklearn_ltr.metrics._pairs import swapped_pairs
 from sklearn_ltr.metrics._registry import (
-    METRICS,
     Metric,
     get_metric,
     parse_metric,
@@ -79,6 +78,10 @@ from sklearn_ltr.metrics._significance import (
 #: selection: exponential gain, LightGBM's convention for queries without a relevant
 #: document (NDCG 1) and tie-averaging. Its value equals a ranker's ``score``.
 ndcg_scorer = _scorer.ndcg_scorer
+
+#: Mapping: the registry of metrics, a read-only view of canonical name -> :class:`Metric`
+#: in registration order; :func:`register_metric` adds one, :func:`get_metric` looks a name up.
+METRICS = _registry.METRICS
 
 __all__ = [
     "METRICS",
