@@ -159,11 +159,11 @@ def test_every_metric_option_is_covered():
     # Guards METRIC_OPTIONS: the options a scorer accepts are the metric's keyword parameters.
     import inspect
 
-    from sklearn_ltr.metrics._scorer import _METRICS
+    from sklearn_ltr.metrics import METRICS
 
-    assert set(METRIC_OPTIONS) == set(_METRICS)
+    assert set(METRIC_OPTIONS) == set(METRICS)
     for metric, options in METRIC_OPTIONS.items():
-        function, takes_k = _METRICS[metric]
+        function, takes_k = METRICS[metric].score, METRICS[metric].takes_k
         keywords = [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
         assert keywords == (["k", *options] if takes_k else options), metric
 

@@ -15,13 +15,13 @@ from sklearn_ltr.metrics import (
     compare_rankings,
     dcg_score,
     err_score,
+    get_metric,
     mrr_score,
     ndcg_per_query,
     ndcg_score,
     paired_significance,
     precision_at_k,
 )
-from sklearn_ltr.metrics import _significance as significance
 from sklearn_ltr.metrics import _significance_stats as significance_stats
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
@@ -132,7 +132,7 @@ def test_means_equal_the_public_metric(metric, k, params):
 @pytest.mark.parametrize("metric", ["map", "precision", "mrr", "err", "dcg"])
 def test_t_test_on_each_metric_equals_scipy(metric):
     y, groups, baseline, (other, _) = make_rankings(n_queries=30, seed=6)
-    per_query = significance._PER_QUERY[metric][1]
+    per_query = get_metric(metric).per_query
     a = per_query(y, baseline, groups, k=5)
     b = per_query(y, other, groups, k=5)
     table = compare_rankings(y, baseline, other, groups, metric=metric, k=5, tests="t-test")
@@ -341,7 +341,7 @@ def test_a_system_result_does_not_depend_on_the_others_compared():
     alone = compare_rankings(y, baseline, {"x": others[1]}, groups, **kwargs)["x"]
     assert dataclasses_equal_but_name(together[1], alone)
     # The lower-level function on the per-query values gives the same table.
-    per_query = significance._PER_QUERY["err"][1]
+    per_query = get_metric("err").per_query
     values = paired_significance(per_query(y, baseline, groups, k=10), [per_query(y, s, groups, k=10) for s in others],
                                  n_resamples=2_000, random_state=5)
     for left, right in zip(together, values, strict=True):

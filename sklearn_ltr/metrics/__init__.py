@@ -14,6 +14,12 @@ the DCG itself does. Keyword options are checked on every call and raise
 another on the same queries (paired t-test, randomization test, bootstrap interval, Holm or
 Bonferroni correction).
 
+One registry, :data:`METRICS` (name -> :class:`Metric`), lists the metrics with their
+per-query function, options, direction and empty-query convention; :func:`get_metric` and
+:func:`parse_metric` look names up (``"ndcg@10"``, ``"map"``, ``"p@5"``) and
+:func:`register_metric` adds one. The scorers, the significance tests,
+:mod:`sklearn_ltr.model_selection` and the command line all read it.
+
 The scorers (:data:`ndcg_scorer`, :class:`NDCGScorer`, :func:`make_ranking_scorer`)
 are called as ``scorer(estimator, X, y, groups=qid)`` and request ``groups``
 through scikit-learn's metadata routing, so that model selection scores each
@@ -36,13 +42,28 @@ query 2 second (NDCG :math:`1 / \log_2 3`):
 0.8155
 >>> round(ndcg_score(y, model.predict(X), qid, k=10), 4)  # the same value
 0.8155
+
+The registry names every metric that the scorers and the significance tests accept:
+
+>>> from sklearn_ltr.metrics import METRICS
+>>> list(METRICS)
+['ndcg', 'dcg', 'map', 'precision', 'mrr', 'err', 'swapped_pairs']
+>>> METRICS["swapped_pairs"].higher_is_better, METRICS["ndcg"].empty_value
+(False, 1.0)
 """
 
-from sklearn_ltr.metrics import _scorer
+from sklearn_ltr.metrics import _registry, _scorer
 from sklearn_ltr.metrics._binary import average_precision_score, mrr_score, precision_at_k
 from sklearn_ltr.metrics._cascade import err_score
 from sklearn_ltr.metrics._dcg import dcg_score, ndcg_per_query, ndcg_score
 from sklearn_ltr.metrics._pairs import swapped_pairs
+from sklearn_ltr.metrics._registry import (
+    Metric,
+    get_metric,
+    parse_metric,
+    register_metric,
+    unregister_metric,
+)
 from sklearn_ltr.metrics._scorer import NDCGScorer, RankingScorer, make_ranking_scorer
 from sklearn_ltr.metrics._significance import (
     SignificanceResult,
@@ -58,7 +79,13 @@ from sklearn_ltr.metrics._significance import (
 #: document (NDCG 1) and tie-averaging. Its value equals a ranker's ``score``.
 ndcg_scorer = _scorer.ndcg_scorer
 
+#: Mapping: the registry of metrics, a read-only view of canonical name -> :class:`Metric`
+#: in registration order; :func:`register_metric` adds one, :func:`get_metric` looks a name up.
+METRICS = _registry.METRICS
+
 __all__ = [
+    "METRICS",
+    "Metric",
     "NDCGScorer",
     "RankingScorer",
     "SignificanceResult",
@@ -67,12 +94,16 @@ __all__ = [
     "compare_rankings",
     "dcg_score",
     "err_score",
+    "get_metric",
     "make_ranking_scorer",
     "mrr_score",
     "ndcg_per_query",
     "ndcg_score",
     "ndcg_scorer",
     "paired_significance",
+    "parse_metric",
     "precision_at_k",
+    "register_metric",
     "swapped_pairs",
+    "unregister_metric",
 ]

@@ -12,42 +12,17 @@ from typing import ClassVar
 
 from sklearn.utils.metadata_routing import MetadataRequest
 
-from sklearn_ltr.metrics._binary import average_precision_score, mrr_score, precision_at_k
-from sklearn_ltr.metrics._cascade import err_score
-from sklearn_ltr.metrics._dcg import dcg_score, ndcg_score
-from sklearn_ltr.metrics._pairs import swapped_pairs
-from sklearn_ltr.metrics._params import CONSTRAINTS
-from sklearn_ltr.utils._sklearn_compat import StrOptions, check_parameters
+from sklearn_ltr.metrics._registry import METRICS, get_metric
+from sklearn_ltr.utils._sklearn_compat import Satisfies, check_parameters
 
 __all__ = ["NDCGScorer", "RankingScorer", "make_ranking_scorer", "ndcg_scorer"]
 
 
-def _neg_swapped_fraction(y_true, y_score, groups):
-    # No options: ``normalize`` is fixed, and anything else fails when the scorer is built.
-    return -swapped_pairs(y_true, y_score, groups, normalize=True)
-
-
-# name -> (metric, takes k); every value is "greater is better".
-_METRICS = {
-    "ndcg": (ndcg_score, True),
-    "dcg": (dcg_score, True),
-    "map": (average_precision_score, True),
-    "precision": (precision_at_k, True),
-    "mrr": (mrr_score, True),
-    "err": (err_score, True),
-    "swapped_pairs": (_neg_swapped_fraction, False),
-}
-
-
-def _constraints_of(function):
-    return CONSTRAINTS.get(function.__name__, {})
-
-
-def _union_of_constraints(*functions):
+def _union_of_options(metrics):
     """One declaration for the options of several metrics (the same name has the same constraint)."""
     union = {}
-    for function in functions:
-        union.update(_constraints_of(function))
+    for metric in metrics:
+        union.update(metric.options)
     return union
 
 
@@ -88,11 +63,13 @@ class RankingScorer:
 
     Parameters
     ----------
-    metric : {"ndcg", "dcg", "map", "precision", "mrr", "err", "swapped_pairs"}, default="ndcg"
-        Metric of :mod:`sklearn_ltr.metrics`. ``"swapped_pairs"`` returns the
-        negated fraction of swapped pairs, so that greater is better.
+    metric : str, default="ndcg"
+        A name of :data:`~sklearn_ltr.metrics.METRICS` (or an alias): ``"ndcg"``, ``"dcg"``,
+        ``"map"``, ``"precision"``, ``"mrr"``, ``"err"``, ``"swapped_pairs"`` or a registered
+        one. A metric for which lower is better (``"swapped_pairs"``, the fraction of
+        swapped pairs) is negated, so that greater is better.
     k : int or None, default=10
-        Cut-off passed to the metric (ignored by ``"swapped_pairs"``).
+        Cut-off passed to the metric (ignored by a metric without one, ``"swapped_pairs"``).
     **metric_params
         Further keyword arguments of the metric, e.g. ``empty_value=0.0``.
 
@@ -125,33 +102,28 @@ class RankingScorer:
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "metric": [StrOptions(set(_METRICS))],
-        # Every option of every metric; the chosen metric's own constraints are checked too
-        # (``precision`` needs an integer ``k``).
-        **_union_of_constraints(*(function for function, _ in _METRICS.values())),
-        "k": CONSTRAINTS["ndcg_score"]["k"],
+        # Checked by get_metric, whose error lists the registered metrics.
+        "metric": [Satisfies("a name of sklearn_ltr.metrics.METRICS", lambda name: name in METRICS)],
+        # Every option of the built-in metrics; the chosen metric's own constraints are checked
+        # too (``precision`` needs an integer ``k``; a registered metric may have new options).
+        **_union_of_options(METRICS.values()),
+        "k": METRICS["ndcg"].options["k"],
     }
 
     def __init__(self, metric="ndcg", k=10, **metric_params):
         # Fail at construction, not in the middle of a search, on a bad option.
         owner = type(self).__name__
-        check_parameters(owner, self._parameter_constraints, {"metric": metric})
+        record = get_metric(metric, owner=owner, parameter="metric")
         self.metric = metric
         self.k = k
         self.metric_params = metric_params
-        function, _ = _METRICS[metric]
         # An option the metric does not take: TypeError, as a function call would raise.
-        signature = inspect.signature(function)
-        try:
-            signature.bind(None, None, None, **self._metric_kwargs())
-        except TypeError as err:
-            options = [name for name in signature.parameters if name not in ("y_true", "y_score", "groups")]
-            raise TypeError(f"{owner}: the {metric!r} metric {err}; its options are {options or 'none'}.") from None
+        record.check_options(owner, dict(metric_params))
         check_parameters(owner, self._parameter_constraints, {"k": k, **metric_params})
-        check_parameters(owner, _constraints_of(function), self._metric_kwargs())
+        record.check_options(owner, self._metric_kwargs())
 
     def _metric_kwargs(self):
-        _, takes_k = _METRICS[self.metric]
+        takes_k = get_metric(self.metric).takes_k
         return {"k": self.k, **self.metric_params} if takes_k else dict(self.metric_params)
 
     def __call__(self, estimator, X, y_true, groups=None, sample_weight=None):
@@ -193,8 +165,9 @@ class RankingScorer:
             y_score = estimator.predict(X, groups=groups)
         else:
             y_score = estimator.predict(X)
-        function, _ = _METRICS[self.metric]
-        return function(y_true, y_score, groups, **self._metric_kwargs())
+        record = get_metric(self.metric, owner=type(self).__name__, parameter="metric")
+        value = record.score(y_true, y_score, groups, **self._metric_kwargs())
+        return value if record.higher_is_better else -value
 
     def get_metadata_routing(self):
         """Request ``groups`` for scoring (scikit-learn metadata routing)."""
@@ -237,7 +210,7 @@ class NDCGScorer(RankingScorer):
     NDCGScorer(k=5, empty_value=0.0)
     """
 
-    _parameter_constraints: ClassVar[dict] = dict(CONSTRAINTS["ndcg_score"])
+    _parameter_constraints: ClassVar[dict] = dict(METRICS["ndcg"].options)
 
     def __init__(self, k=10, **metric_params):
         super().__init__("ndcg", k=k, **metric_params)
@@ -252,8 +225,8 @@ def make_ranking_scorer(metric, k=10, **metric_params):
 
     Parameters
     ----------
-    metric : {"ndcg", "dcg", "map", "precision", "mrr", "err", "swapped_pairs"}
-        Metric name.
+    metric : str
+        A name of :data:`~sklearn_ltr.metrics.METRICS`, as in :class:`RankingScorer`.
     k : int or None, default=10
         Cut-off.
     **metric_params

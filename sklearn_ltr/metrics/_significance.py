@@ -26,7 +26,6 @@ is the same whatever the row order, the query ids and the other systems compared
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from numbers import Integral, Real
 
@@ -34,18 +33,7 @@ import numpy as np
 
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._validation import NumberInterval, check_relevance, check_scores
-from sklearn_ltr.metrics._binary import (
-    _ap_per_query,
-    _mrr_per_query,
-    _precision_per_query,
-    average_precision_score,
-    mrr_score,
-    precision_at_k,
-)
-from sklearn_ltr.metrics._cascade import _err_per_query, err_score
-from sklearn_ltr.metrics._dcg import _dcg_per_query, dcg_score, ndcg_per_query, ndcg_score
-from sklearn_ltr.metrics._lists import RankedLists
-from sklearn_ltr.metrics._params import CONSTRAINTS
+from sklearn_ltr.metrics._registry import get_metric
 from sklearn_ltr.metrics._significance_results import SignificanceResult, SignificanceTable
 from sklearn_ltr.metrics._significance_stats import (
     _adjust_pvalues,
@@ -75,38 +63,6 @@ _PAIRED_CONSTRAINTS = {
     "confidence_level": [NumberInterval(Real, 0, 1, closed="neither")],
     "correction": [StrOptions({"holm", "bonferroni"}), None],
     "random_state": ["random_state", np.random.Generator],
-}
-_COMPARE_CONSTRAINTS = {
-    "metric": [StrOptions({"ndcg", "dcg", "map", "precision", "mrr", "err"})],
-    **_PAIRED_CONSTRAINTS,
-}
-
-
-# ------------------------------------------------------------------ per-query metrics
-# One value per query, in sorted query-id order, with the conventions of the public
-# metric of the same name: their mean over queries is that metric (tests check it).
-
-
-def _ap_values(y_true, y_score, groups, **params):
-    return _ap_per_query(y_true, y_score, groups, **params)[0]
-
-
-def _ndcg_values(y_true, y_score, groups, **params):
-    return ndcg_per_query(y_true, y_score, groups, **params)[1]
-
-
-def _dcg_values(y_true, y_score, groups, *, k=None, gain="exponential", ties="average"):
-    return _dcg_per_query(RankedLists(y_true, y_score, groups, stable=ties == "stable"), gain, k, ties)
-
-
-# name -> (public metric, per-query values with the same keyword options)
-_PER_QUERY = {
-    "ndcg": (ndcg_score, _ndcg_values),
-    "dcg": (dcg_score, _dcg_values),
-    "map": (average_precision_score, _ap_values),
-    "precision": (precision_at_k, _precision_per_query),
-    "mrr": (mrr_score, _mrr_per_query),
-    "err": (err_score, _err_per_query),
 }
 
 
@@ -382,12 +338,14 @@ def compare_rankings(
         data frame with one column per system.
     groups : array-like of shape (n_samples,)
         Query id of each row (integers or strings, any order); at least 2 queries.
-    metric : {"ndcg", "dcg", "map", "precision", "mrr", "err"}, default="ndcg"
-        The metric: :func:`~sklearn_ltr.metrics.ndcg_score`,
-        :func:`~sklearn_ltr.metrics.dcg_score`,
-        :func:`~sklearn_ltr.metrics.average_precision_score`,
-        :func:`~sklearn_ltr.metrics.precision_at_k`,
-        :func:`~sklearn_ltr.metrics.mrr_score` or :func:`~sklearn_ltr.metrics.err_score`.
+    metric : str, default="ndcg"
+        A metric of :data:`~sklearn_ltr.metrics.METRICS` with per-query values:
+        ``"ndcg"`` (:func:`~sklearn_ltr.metrics.ndcg_score`),
+        ``"dcg"`` (:func:`~sklearn_ltr.metrics.dcg_score`),
+        ``"map"`` (:func:`~sklearn_ltr.metrics.average_precision_score`),
+        ``"precision"`` (:func:`~sklearn_ltr.metrics.precision_at_k`),
+        ``"mrr"`` (:func:`~sklearn_ltr.metrics.mrr_score`),
+        ``"err"`` (:func:`~sklearn_ltr.metrics.err_score`), an alias or a registered metric.
     k : int or None, default=10
         The metric's cut-off; ``None`` uses whole lists (not for ``"precision"``).
     tests : str or collection of str, default=("t-test", "randomization", "bootstrap")
@@ -459,22 +417,16 @@ def compare_rankings(
     >>> bool(r.ci_low > 0)
     True
     """
+    record = get_metric(metric, per_query=True, owner="compare_rankings", parameter="metric")
     check_parameters(
         "compare_rankings",
-        _COMPARE_CONSTRAINTS,
-        {"metric": metric, "tests": tests, "n_resamples": n_resamples, "confidence_level": confidence_level,
+        _PAIRED_CONSTRAINTS,
+        {"tests": tests, "n_resamples": n_resamples, "confidence_level": confidence_level,
          "correction": correction, "random_state": random_state},
     )
-    public, per_query = _PER_QUERY[metric]
-    options = {"k": k, **metric_params}
-    allowed = [name for name in inspect.signature(public).parameters if name not in ("y_true", "y_score", "groups")]
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise TypeError(
-            f"compare_rankings: the {metric!r} metric got an unexpected keyword argument {unknown[0]!r}; "
-            f"its options are {allowed}."
-        )
-    check_parameters("compare_rankings", CONSTRAINTS[public.__name__], options)
+    options = {"k": k, **metric_params} if record.takes_k else dict(metric_params)
+    record.check_options("compare_rankings", options)
+    per_query = record.per_query
 
     y_true = check_relevance(y_true, name="y_true")
     n_samples = y_true.shape[0]
@@ -488,10 +440,10 @@ def compare_rankings(
     defined = ~np.isnan(base_values)
     if defined.sum() < 2:
         raise ValueError(
-            f"groups has {defined.size} queries, {int(defined.sum())} of them with a defined {metric} "
+            f"groups has {defined.size} queries, {int(defined.sum())} of them with a defined {record.name} "
             f"(a relevant document, with empty_value=None); a paired test needs at least 2 queries."
         )
-    label = metric if k is None else f"{metric}@{k}"
+    label = record.spelling(k if record.takes_k else None)
     return _compare(
         base_values[defined], other_values[:, defined], names, metric=label, tests=tests,
         n_resamples=n_resamples, confidence_level=confidence_level, correction=correction,

@@ -22,8 +22,7 @@ from sklearn.utils import Bunch
 
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr.datasets import load_svmlight_ranking
-from sklearn_ltr.metrics._params import CONSTRAINTS
-from sklearn_ltr.metrics._significance import _PER_QUERY
+from sklearn_ltr.metrics import get_metric
 from sklearn_ltr.utils._sklearn_compat import check_parameters
 
 __all__ = ["evaluate_letor_folds", "letor_fold_parts", "load_letor_fold"]
@@ -256,7 +255,7 @@ def evaluate_letor_folds(
     """Fit a ranker on each LETOR fold, select on its validation queries, and score every test query.
 
     For each fold (:func:`load_letor_fold`): every candidate of ``param_grid`` is fitted on
-    ``train``; the one with the best mean ``metric@select_k`` on ``vali`` (the first on
+    ``train``; the one with the best ``metric@select_k`` on ``vali`` (the first on
     ties) scores ``test``, and its metric value of each test query is returned. As every
     query is a test query of exactly one fold, the five folds give one value per query of
     the data set: two rankers evaluated on the same ``partitions_dir`` return the same
@@ -278,9 +277,13 @@ def evaluate_letor_folds(
         with ``set_params``); None fits ``estimator`` as it is.
     folds : int or sequence of int, default=None
         The folds to run, 1 to 5; None runs all five.
-    metric : {"ndcg", "dcg", "map", "precision", "mrr", "err"}, default="ndcg"
-        The per-query metric, with the conventions of its public function (e.g.
+    metric : str, default="ndcg"
+        A metric of :data:`sklearn_ltr.metrics.METRICS` with per-query values (``"ndcg"``,
+        ``"dcg"``, ``"map"``, ``"precision"``, ``"mrr"``, ``"err"``, an alias or a registered
+        one), with the conventions of its public function (e.g.
         :func:`~sklearn_ltr.metrics.ndcg_score`: queries without a relevant document score 1).
+        The candidate with the best validation value is kept: the largest, or the smallest
+        for a metric whose ``higher_is_better`` is False.
     k : int, None or sequence of them, default=10
         Cut-offs of the test values returned; None uses whole lists.
     select_k : int or None, default=10
@@ -355,25 +358,31 @@ def evaluate_letor_folds(
     >>> table.n_queries
     50
     """
-    if metric not in _PER_QUERY:
-        raise ValueError(f"metric must be one of {sorted(_PER_QUERY)}; got {metric!r}.")
-    public, per_query = _PER_QUERY[metric]
+    record = get_metric(metric, per_query=True, owner="evaluate_letor_folds", parameter="metric")
     ks = _check_cutoffs(k)
     metric_params = dict(metric_params or {})
-    allowed = CONSTRAINTS[public.__name__]
+    allowed = record.options
     unknown = sorted(set(metric_params) - set(allowed) | ({"k"} & set(metric_params)))
     if unknown:
-        raise TypeError(f"metric_params has {unknown[0]!r}, not an option of the {metric!r} metric; its options are "
-                        f"{sorted(set(allowed) - {'k'})} (cut-offs go in k and select_k).")
-    for cutoff, name in [(c, "k") for c in ks] + [(select_k, "select_k")]:
-        check_parameters("evaluate_letor_folds", {name: allowed["k"]}, {name: cutoff})
-    check_parameters("evaluate_letor_folds", allowed, metric_params)
+        raise TypeError(f"metric_params has {unknown[0]!r}, not an option of the {record.name!r} metric; its options "
+                        f"are {sorted(set(allowed) - {'k'})} (cut-offs go in k and select_k).")
+    if record.takes_k:
+        for cutoff, name in [(c, "k") for c in ks] + [(select_k, "select_k")]:
+            check_parameters("evaluate_letor_folds", {name: allowed["k"]}, {name: cutoff})
+    elif ks != [None] or select_k is not None:
+        raise ValueError(f"the {record.name!r} metric takes no cut-off; pass k=None and select_k=None.")
+    check_parameters("evaluate_letor_folds", dict(allowed), metric_params)
+
+    def cut(cutoff):  # the cut-off as a keyword, for a metric that takes one
+        return {"k": cutoff} if record.takes_k else {}
+
+    sign = 1.0 if record.higher_is_better else -1.0  # selection keeps the largest of sign * value
     folds = _check_folds(folds)
     candidates = [{}] if param_grid is None else list(ParameterGrid(param_grid))
     make = _maker(estimator)
     parts = _read_partitions(_partition_files(partitions_dir), np.float64)
 
-    names = [metric if c is None else f"{metric}@{c}" for c in ks]
+    names = [record.spelling(c) for c in ks]
     columns = {"fold": [], "query_id": [], **{name: [] for name in names}}
     fold_results = []
     for fold in folds:
@@ -386,11 +395,11 @@ def evaluate_letor_folds(
             model.fit(train[0], train[1], groups=train[2], **kwargs)
             fit_times.append(time.perf_counter() - start)
             scores = model.predict(vali[0], groups=vali[2])
-            vali_scores.append(float(public(vali[1], scores, vali[2], k=select_k, **metric_params)))
-            if best is None or vali_scores[-1] > vali_scores[best_index]:
+            vali_scores.append(float(record.score(vali[1], scores, vali[2], **cut(select_k), **metric_params)))
+            if best is None or sign * vali_scores[-1] > sign * vali_scores[best_index]:
                 best, best_index = model, index
             if verbose:
-                print(f"fold {fold}, candidate {index + 1}/{len(candidates)} {params}: vali {metric}@{select_k} "
+                print(f"fold {fold}, candidate {index + 1}/{len(candidates)} {params}: vali {record.name}@{select_k} "
                       f"{vali_scores[-1]:.4f} ({fit_times[-1]:.1f} s)")
         X_test, y_test, g_test = test
         scores = best.predict(X_test, groups=g_test)
@@ -398,7 +407,7 @@ def evaluate_letor_folds(
         columns["fold"].append(np.full(ids.size, fold))
         columns["query_id"].append(ids)
         for name, cutoff in zip(names, ks, strict=True):
-            columns[name].append(per_query(y_test, scores, g_test, k=cutoff, **metric_params))
+            columns[name].append(record.per_query(y_test, scores, g_test, **cut(cutoff), **metric_params))
         fold_results.append({
             "fold": fold, "params": candidates, "vali_scores": np.asarray(vali_scores),
             "fit_times": np.asarray(fit_times), "best_index": best_index, "best_params": candidates[best_index],
