@@ -1,6 +1,7 @@
 """Fixtures for every test item, doctests in the package and the docs included."""
 
 import importlib.util
+import os
 
 import pytest
 import sklearn
@@ -14,6 +15,27 @@ collect_ignore_glob = ["docs/_build/*", "docs/generated/*"]
 # they are skipped with the reason, like tests/test_lambdamart_dask.py, instead of failing.
 _DASK_MODULES = ("sklearn_ltr.datasets._dask_formats", "sklearn_ltr.rankers._lambdamart_dask")
 _HAS_DASK = all(importlib.util.find_spec(name) is not None for name in ("dask", "distributed"))
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--device", default="cpu",
+        help="device of every neural test: 'cpu' (default) or 'cuda'/'cuda:N'. Tests build rankers with "
+             "device='auto', which then means this device (it sets SKLEARN_LTR_DEVICE, subprocesses included).",
+    )
+
+
+def pytest_configure(config):
+    device = config.getoption("--device")
+    if device.split(":")[0] not in {"cpu", "cuda"}:
+        raise pytest.UsageError(f"--device must be 'cpu' or 'cuda' (or 'cuda:N'); got {device!r}.")
+    os.environ["SKLEARN_LTR_DEVICE"] = device
+
+
+@pytest.fixture
+def test_device():
+    """The device the neural tests run on (``--device``): what ``device="auto"`` resolves to."""
+    return os.environ["SKLEARN_LTR_DEVICE"]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -21,7 +21,7 @@ from sklearn_ltr.nn._attention import dropout
 from sklearn_ltr.nn._dasalc import DASALCNet, symmetric_log1p
 from sklearn_ltr.rankers._dasalc import DASALCRanker
 
-TINY = {"hidden_size": 16, "n_layers": 1, "n_attention_layers": 1, "n_heads": 2, "head_size": 8, "device": "cpu"}
+TINY = {"hidden_size": 16, "n_layers": 1, "n_attention_layers": 1, "n_heads": 2, "head_size": 8, "device": "auto"}
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -140,11 +140,11 @@ def test_fast_dropout_statistics():
     assert dropout(x, 0.5, training=False) is x
 
 
-def test_fit_predict_history_and_learning(data, fitted):
+def test_fit_predict_history_and_learning(data, fitted, test_device):
     X, y, qid = data
     scores = fitted.predict(X, groups=qid)
     assert scores.shape == y.shape and np.isfinite(scores).all()
-    assert fitted.n_iter_ == 12 and fitted.device_ == "cpu" and len(fitted.history_) == 12
+    assert fitted.n_iter_ == 12 and fitted.device_ == test_device and len(fitted.history_) == 12
     assert fitted.score(X, y, groups=qid) == pytest.approx(ndcg_score(y, scores, qid, k=10))
     X_test, y_test, q_test = make_ranking(n_queries=40, n_features=8, random_state=1)
     random = ndcg_score(y_test, np.random.default_rng(0).normal(size=len(y_test)), q_test, k=10)

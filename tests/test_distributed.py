@@ -58,7 +58,7 @@ def _fit(name, **params):
     X, y, qid = _data()
     if cls is SetRankRanker:
         X = _log1p(X)
-    ranker = cls(**{**options, "device": "cpu", "random_state": 0, **params})
+    ranker = cls(**{**options, "device": "auto", "random_state": 0, **params})
     if cls is TwoTowerDebiasedRanker:
         positions, clicks = simulate_clicks(y, qid, w=0.5, y_max=4, random_state=0)
         return ranker.fit(X, clicks, groups=qid, positions=positions)
@@ -151,7 +151,7 @@ from sklearn_ltr.datasets import make_ranking
 
 torch.set_num_threads(1)
 X, y, qid = make_ranking(n_queries=16, n_features=4, random_state=0)
-ranker = RankNetRanker(hidden_sizes=(8,), batch_size=4, max_epochs=2, device="cpu", random_state=0,
+ranker = RankNetRanker(hidden_sizes=(8,), batch_size=4, max_epochs=2, device="auto", random_state=0,
                        distributed=True, verbose=1).fit(X, y, groups=qid)
 if dist.get_rank() == 0:
     np.save("{out}", ranker.predict(X, groups=qid))
@@ -173,6 +173,6 @@ def test_torchrun_launches_a_script(tmp_path):
     X, y, qid = make_ranking(n_queries=16, n_features=4, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        single = RankNetRanker(hidden_sizes=(8,), batch_size=4, max_epochs=2, device="cpu", random_state=0)
+        single = RankNetRanker(hidden_sizes=(8,), batch_size=4, max_epochs=2, device="auto", random_state=0)
         expected = single.fit(X, y, groups=qid).predict(X, groups=qid)
     np.testing.assert_allclose(_centred(np.load(out)), _centred(expected), rtol=2e-4, atol=2e-5)

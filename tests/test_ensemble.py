@@ -22,7 +22,7 @@ from sklearn_ltr.rankers._setrank import SetRankRanker
 from sklearn_ltr.utils.estimator_checks import parametrize_with_checks
 
 TINY_DASALC = {"hidden_size": 8, "n_layers": 1, "n_attention_layers": 1, "n_heads": 1, "head_size": 4,
-               "max_epochs": 2, "device": "cpu"}
+               "max_epochs": 2, "device": "auto"}
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -134,7 +134,7 @@ def test_routed_grid_search_groups_reach_members(data):
 def test_initial_rank_reaches_setrank_members(data):
     X, y, qid = data
     ranks = np.concatenate([np.arange(1, n + 1) for n in np.bincount(qid)])
-    base = SetRankRanker(d_model=8, n_heads=2, n_blocks=1, max_epochs=1, device="cpu")
+    base = SetRankRanker(d_model=8, n_heads=2, n_blocks=1, max_epochs=1, device="auto")
     ensemble = RankingEnsemble(base, n_estimators=2, random_state=0).fit(X, y, groups=qid, initial_rank=ranks)
     assert all(m.uses_initial_rank_ for m in ensemble.estimators_)
     plain = ensemble.predict(X, groups=qid, initial_rank=ranks)

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TOLERANCE = 1e-5
 
 NAMES = ["ranknet", "dasalc", "setrank", "setrank_imsab", "two_tower", "lambdamart"]
-QUICK = {"max_epochs": 2, "random_state": 0, "device": "cpu"}
+QUICK = {"max_epochs": 2, "random_state": 0, "device": "auto"}
 
 
 def _fit(name, X, y, qid):

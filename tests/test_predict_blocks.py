@@ -36,7 +36,7 @@ def test_blocks_hold_whole_queries_once(documents):
 ], ids=["RankNet", "DASALC", "SetRank"])
 def test_small_blocks_give_the_same_scores(make, monkeypatch):
     X, y, qid = make_ranking(n_queries=25, n_features=5, shuffle=True, random_state=0)
-    ranker = make().set_params(device="cpu", random_state=0).fit(X, y, groups=qid)
+    ranker = make().set_params(device="auto", random_state=0).fit(X, y, groups=qid)
     whole = ranker.predict(X, groups=qid)
     monkeypatch.setattr(_neural, "_PREDICT_DOCUMENTS", 13)  # many blocks, queries longer than a block
     assert len(query_blocks(QueryGroups(qid), 13)) > 5

@@ -45,7 +45,7 @@ def _lambdamart(**params):
 
 def _dasalc(**params):
     return DASALCRanker(hidden_size=8, n_layers=1, n_attention_layers=1, n_heads=2, head_size=4, max_epochs=2,
-                        device="cpu", random_state=0, **params)
+                        device="auto", random_state=0, **params)
 
 
 # ------------------------------------------------------------------------------ splitting the column

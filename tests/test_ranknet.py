@@ -74,12 +74,12 @@ def test_ranknet_tutorial_swapped_pairs_fall_epoch_by_epoch():
     assert sum(b < a for a, b in itertools.pairwise(counts)) >= 6, counts  # falls (almost) every epoch
 
 
-def test_fit_predict_shapes_and_history(data):
+def test_fit_predict_shapes_and_history(data, test_device):
     X, y, qid = data
     ranker = RankNetRanker(max_epochs=3, validation_fraction=0.2, random_state=0).fit(X, y, groups=qid)
     scores = ranker.predict(X)
     assert scores.shape == (len(y),) and np.isfinite(scores).all()
-    assert ranker.n_iter_ == 3 and ranker.device_ == "cpu"
+    assert ranker.n_iter_ == 3 and ranker.device_ == test_device
     history = ranker.history_
     assert len(history) == 3
     for key in ("train_loss", "valid_loss", "valid_ndcg@10"):

@@ -20,7 +20,7 @@ from sklearn_ltr.nn._setrank import SetRankNet
 from sklearn_ltr.preprocessing import Log1pTransformer
 from sklearn_ltr.rankers._setrank import SetRankRanker
 
-TINY = {"d_model": 16, "n_blocks": 1, "n_heads": 2, "device": "cpu"}
+TINY = {"d_model": 16, "n_blocks": 1, "n_heads": 2, "device": "auto"}
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

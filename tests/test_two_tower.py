@@ -85,8 +85,9 @@ def test_predict_ignores_positions_and_uses_only_the_relevance_tower(clicks_data
     np.testing.assert_array_equal(ranker.predict(X, groups=qid, positions=positions), scores)
     np.testing.assert_array_equal(ranker.predict(X, positions=np.full(len(X), 7)), scores)
     relevance = ranker.net_.module_.relevance
+    device = next(relevance.parameters()).device  # the test's --device: feed the module where it lives
     with torch.no_grad():
-        direct = relevance.network(torch.as_tensor(X, dtype=torch.float32)).squeeze(-1).numpy()
+        direct = relevance.network(torch.as_tensor(X, dtype=torch.float32, device=device)).squeeze(-1).cpu().numpy()
     np.testing.assert_allclose(scores, direct, rtol=1e-5, atol=1e-6)
 
 

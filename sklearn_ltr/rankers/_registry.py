@@ -107,7 +107,7 @@ def _neural(name, module, fast_params, cli_name, preprocessing, *, trusted, **kw
                        trusted_types=("sklearn_ltr.training._net.RankingNet", *trusted), **kwargs)
 
 
-_NEURAL_FAST = {"max_epochs": 2, "device": "cpu", "random_state": 0}
+_NEURAL_FAST = {"max_epochs": 2, "random_state": 0}
 
 
 def _ensemble_fast():

@@ -1,14 +1,27 @@
-"""Where training runs: the one place that turns ``device`` into a torch device and asks "is it CUDA?"."""
+"""Where training runs: the one place that turns ``device`` into a torch device and asks "is it CUDA?".
+
+``device="auto"`` means CUDA when torch sees a GPU, else CPU, unless the environment variable
+``SKLEARN_LTR_DEVICE`` names a device (``cpu``, ``cuda``, ``cuda:N``): then ``"auto"`` means that
+one, e.g. to keep a job on CPU on a GPU machine without editing its code. The test suite's
+``--device`` option sets it.
+"""
 
 from __future__ import annotations
 
+import os
+
 import torch
 
-__all__ = ["is_cuda", "load_device", "resolve_device"]
+__all__ = ["AUTO_DEVICE_VARIABLE", "is_cuda", "load_device", "resolve_device"]
+
+#: Environment variable that decides what ``device="auto"`` means.
+AUTO_DEVICE_VARIABLE = "SKLEARN_LTR_DEVICE"
 
 
 def resolve_device(device):
-    """``"auto"`` -> CUDA when available, else CPU; ``"cpu"``/``"cuda"``/``"cuda:N"``/a torch.device as given.
+    """``"auto"`` -> ``$SKLEARN_LTR_DEVICE`` if set, else CUDA when available, else CPU; others as given.
+
+    ``"cpu"``, ``"cuda"``, ``"cuda:N"`` and a torch.device are returned as strings.
 
     Raises
     ------
@@ -16,6 +29,10 @@ def resolve_device(device):
         For another value, or CUDA asked for where none is available.
     """
     if device == "auto":
+        chosen = os.environ.get(AUTO_DEVICE_VARIABLE, "").strip()
+        if chosen:
+            return resolve_device(chosen) if chosen != "auto" else resolve_device("cuda" if torch.cuda.is_available()
+                                                                                   else "cpu")
         return "cuda" if torch.cuda.is_available() else "cpu"
     if isinstance(device, torch.device):
         device = str(device)
