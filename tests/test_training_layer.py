@@ -1,0 +1,291 @@
+"""The training layer (sklearn_ltr.training): declared variation points, costs, batches and validation."""
+
+import functools
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sklearn_ltr import DASALCRanker, RankNetRanker
+from sklearn_ltr._blocks import padded_batches
+from sklearn_ltr._groups import QueryGroups
+from sklearn_ltr.datasets import make_ranking
+from sklearn_ltr.losses import LOSS_MEMORY, LOSSES, pairwise_tensors, ranknet, register_loss, unregister_loss
+from sklearn_ltr.metrics import ndcg_score
+from sklearn_ltr.nn import DASALCNet, MLPScorer, ModuleCost, SetRankNet, TwoTowerScorer
+from sklearn_ltr.training import ValidationNDCG, _memory
+from sklearn_ltr.training._batches import QueryBatches, QueryDataset
+from sklearn_ltr.training._distributed import DataParallelMixin, DataParallelRankingNet, net_class_for
+from sklearn_ltr.training._net import RankingNet
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sklearn_ltr"
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_ranking(n_queries=40, n_features=6, random_state=0)
+
+
+# --- Declared, not patched -------------------------------------------------------------------
+
+
+def _package_grep(pattern):
+    hits = []
+    for path in PACKAGE.rglob("*.py"):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(pattern, line):
+                hits.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
+    return hits
+
+
+def test_no_runtime_class_swap_and_no_module_level_flag():
+    assert _package_grep(r"__class__\s*=") == []
+    assert _package_grep(r"SYNC_BATCH_NORM") == []
+
+
+def test_data_parallel_net_is_a_class_written_in_the_source():
+    assert DataParallelRankingNet.__mro__[1:3] == (DataParallelMixin, RankingNet)
+    assert DataParallelRankingNet.__module__ == "sklearn_ltr.training._distributed"
+    # Its inference net is the plain net it composes: it predicts without a process group.
+    net = DataParallelRankingNet.__new__(DataParallelRankingNet)
+    assert net.inference_class is RankingNet
+    two_tower = __import__("sklearn_ltr.rankers._two_tower", fromlist=["x"])
+    net = two_tower._DataParallelTwoTowerNet.__new__(two_tower._DataParallelTwoTowerNet)
+    assert net.inference_class is two_tower._TwoTowerNet
+
+
+def test_net_class_is_chosen_when_the_net_is_built(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert net_class_for(False, owner="R") is RankingNet
+    with pytest.warns(UserWarning, match=r"R\(distributed=True\) runs as a single process"):
+        assert net_class_for(True, owner="R") is RankingNet
+    monkeypatch.setenv("WORLD_SIZE", "1")  # torchrun --nproc_per_node 1: the multi-process path
+    assert net_class_for(True, owner="R") is DataParallelRankingNet
+
+
+def test_synchronisation_is_passed_to_the_modules_that_need_it():
+    from sklearn_ltr.nn import TwoTowerClickLoss, set_reduce_sum
+
+    module = DASALCNet(n_features=4, hidden_size=8, n_layers=1, n_attention_layers=1, n_heads=1, head_size=4)
+    norms = [m for m in module.modules() if hasattr(type(m), "reduce_sum")]
+    assert norms and all(m.reduce_sum is None for m in norms)
+    calls = []
+
+    def reduce_sum(tensor):
+        calls.append(tensor.shape)
+        return tensor  # one process: the sum is the tensor itself
+
+    set_reduce_sum(module, reduce_sum)
+    module.train()
+    X, mask = torch.randn(3, 5, 4), torch.ones(3, 5, dtype=torch.bool)
+    module(X, mask)
+    assert len(calls) == 2 * len(norms)  # the global mean and variance of every batch norm
+    set_reduce_sum(module, None)
+    calls.clear()
+    module(X, mask)
+    assert calls == []
+    loss = TwoTowerClickLoss()
+    set_reduce_sum(loss, reduce_sum)
+    assert loss.reduce_sum is reduce_sum
+
+
+# --- Costs declared where things are defined ------------------------------------------------
+
+
+def test_every_registered_loss_declares_its_cost():
+    assert set(LOSS_MEMORY) == set(LOSSES)
+    assert pairwise_tensors("ranknet") == 8 and pairwise_tensors("pairwise") == 8  # an alias
+    assert pairwise_tensors(functools.partial(ranknet, sigma=2.0)) == 8
+    assert pairwise_tensors("softmax") == 0
+    assert pairwise_tensors(lambda scores, labels, mask: scores.sum()) is None  # never registered
+
+
+def _toy_loss(scores, labels, mask=None, *, reduction="mean", weights=None):
+    return (scores - labels).square().mean()
+
+
+@pytest.mark.parametrize("bad", [None, -1, 1.5, True, "3"])
+def test_a_loss_registered_without_a_cost_is_refused(bad):
+    with pytest.raises(TypeError, match=r"pairwise_tensors must be the number of \[list, list\]"):
+        register_loss("toy_cost", _toy_loss, pairwise_tensors=bad)
+    with pytest.raises(TypeError, match="pairwise_tensors"):
+        register_loss("toy_cost", _toy_loss)  # the keyword is required
+    assert "toy_cost" not in LOSSES
+
+
+def test_register_and_unregister_a_loss():
+    register_loss("toy_cost", _toy_loss, pairwise_tensors=3, aliases=("toy-cost-alias",))
+    try:
+        assert pairwise_tensors("toy_cost_alias") == 3  # "-" reads as "_"
+        with pytest.raises(ValueError, match="already name a loss"):
+            register_loss("toy_cost", _toy_loss, pairwise_tensors=1)
+    finally:
+        unregister_loss("toy_cost")
+    assert "toy_cost" not in LOSSES and "toy-cost-alias" not in __import__("sklearn_ltr.losses").losses.ALIASES
+
+
+@pytest.mark.parametrize(("module", "kwargs", "expected"), [
+    (MLPScorer, {"n_features": 5, "hidden_sizes": (8, 4)}, ModuleCost(0, 0, 13)),
+    (DASALCNet, {"n_features": 5, "hidden_size": 8, "n_layers": 2, "n_attention_layers": 3, "n_heads": 2,
+                 "head_size": 4}, ModuleCost(3, 2, 8 * 4 + 3 * 2 * 4 * 3)),
+    (SetRankNet, {"n_features": 5, "d_model": 8, "n_blocks": 2, "n_heads": 2}, ModuleCost(2, 2, 2 * (32 + 16) + 8)),
+    (SetRankNet, {"n_features": 5, "d_model": 8, "n_blocks": 2, "n_heads": 2, "block": "imsab",
+                  "n_inducing_points": 3}, ModuleCost(0, 0, 2 * (32 + 16 + 12) + 8)),
+    (TwoTowerScorer, {"n_features": 5, "hidden_sizes": (8,), "observation_hidden_sizes": (4, 2)},
+     ModuleCost(0, 0, 8 + 6 + 2)),
+])
+def test_modules_declare_their_memory_cost_by_hand(module, kwargs, expected):
+    assert module.memory_cost(**kwargs) == expected
+    assert _memory.module_cost(module, kwargs) == expected
+
+
+def test_a_module_without_a_declared_cost_is_an_error():
+    class Bare(torch.nn.Module):
+        def __init__(self, n_features):
+            super().__init__()
+
+    with pytest.raises(TypeError, match="Bare declares no memory cost"):
+        _memory.module_cost(Bare, {"n_features": 3})
+
+
+def test_memory_terms_read_the_declarations():
+    cost = ModuleCost(2, 3, 10)
+    assert _memory.memory_terms(cost, 7, 5, training=True) == (4 * 2 * 3 + 2 + 7, 2 * 5 + 6 * 10)
+    assert _memory.memory_terms(cost, 7, 5, training=False) == (2 * 3 + 1, 5 + 2 * 10)
+    assert _memory.memory_terms(ModuleCost(activation_width=4), 0, 5, training=True) == (0, 10 + 24)
+
+
+def test_ranker_memory_estimate_uses_the_loss_declaration(data):
+    X, _, _ = data
+    linear = RankNetRanker(loss="softmax", hidden_sizes=(8,))._memory_terms(X.shape[1], training=True)
+    pairwise = RankNetRanker(loss="lambdarank", hidden_sizes=(8,))._memory_terms(X.shape[1], training=True)
+    assert linear[0] == 0 and pairwise[0] == 10 and pairwise[1] == linear[1]
+    sampled = RankNetRanker(loss="gumbel_approx_ndcg", loss_params={"n_samples": 4}, hidden_sizes=(8,))
+    assert sampled._memory_terms(X.shape[1], training=True)[0] == 5 * 4
+
+
+def test_an_undeclared_callable_loss_warns_when_lists_are_long(monkeypatch, data):
+    X, y, qid = data
+    monkeypatch.setattr(_memory, "available_memory", lambda device: 10**6)  # 1 MB: any L x L tensor counts
+
+    def custom(scores, labels, mask=None):
+        return (scores * 0).sum()
+
+    with pytest.warns(UserWarning, match=r"declares no memory cost.*register_loss"):
+        RankNetRanker(loss=custom, max_epochs=1, hidden_sizes=(4,)).fit(X, y, qid)
+
+
+def test_the_memory_advice_names_each_cap_once(monkeypatch):
+    monkeypatch.setattr(_memory, "available_memory", lambda device: 10**6)
+    with pytest.raises(MemoryError) as error:
+        _memory.check_training_memory(owner="R", sizes=np.array([5000]), batch_size=1, max_list_length=None,
+                                      quadratic=8, linear=10, device="cpu", what="the loss")
+    caps = re.findall(r"max_list_length=(\d+)", str(error.value))
+    assert len(caps) == 1, str(error.value)
+
+
+def test_available_memory_of_cuda_without_an_index(monkeypatch):
+    seen = []
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda index: seen.append(index) or (123, 456))
+    assert _memory.available_memory(torch.device("cuda")) == 123
+    assert _memory.available_memory("cuda:1") == 123
+    assert seen == [3, 1]
+
+
+def test_host_memory_probe_is_the_one_of_utils(monkeypatch):
+    from sklearn_ltr.utils import _system
+
+    monkeypatch.setattr(_memory, "available_host_memory", lambda: 42)
+    assert _memory.available_memory("cpu") == 42
+    assert _system.available_host_memory() > 0 and _system.physical_memory() >= _system.available_host_memory()
+
+
+# --- Batches sized in documents --------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.integers(1, 100), st.none() | st.integers(1, 5))
+def test_padded_batches_fit_their_budget(sizes, documents, max_queries):
+    batches = padded_batches(sizes, documents, max_queries)
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(len(sizes)))  # every query once
+    sizes = np.asarray(sizes)
+    assert list(sizes[flat]) == sorted(sizes)  # shortest first
+    for batch in batches:
+        assert len(batch) == 1 or len(batch) * sizes[batch].max() <= documents
+        assert max_queries is None or len(batch) <= max_queries
+    for batch, after in zip(batches, batches[1:], strict=False):  # each batch is as long as it may be
+        grown = np.concatenate([batch, after[:1]])
+        limited = max_queries is not None and len(batch) == max_queries
+        assert limited or len(grown) * sizes[grown].max() > documents
+
+
+def test_query_batches_in_documents_cover_every_row_once():
+    sizes = [3, 9, 1, 4, 4, 7]
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    dataset = QueryDataset.from_arrays(QueryGroups(groups), np.arange(len(groups), dtype=float)[:, None])
+    batches = QueryBatches(dataset, 1, documents=12)
+    seen = []
+    for inputs, _, rows in batches.with_rows():
+        assert inputs["mask"].numel() <= 12 or inputs["mask"].shape[0] == 1
+        seen.extend(rows[inputs["mask"]].tolist())
+    assert sorted(seen) == list(range(len(groups))) and len(batches) == len(list(batches.with_rows()))
+
+
+@pytest.mark.parametrize("documents", [1, 7, 1 << 16])
+def test_predictions_do_not_depend_on_the_prediction_batch(data, documents):
+    X, y, qid = data
+    ranker = DASALCRanker(hidden_size=8, n_layers=1, n_attention_layers=1, n_heads=1, head_size=4, max_epochs=1,
+                          random_state=0).fit(X, y, qid)
+    expected = ranker.predict(X, qid)
+    ranker.net_.prediction_documents = documents
+    np.testing.assert_array_equal(ranker.predict(X, qid), expected)
+
+
+# --- One validation callback -----------------------------------------------------------------
+
+
+def test_validation_on_a_separate_set_equals_ndcg_of_predict(data):
+    X, y, qid = data
+    held_out = qid >= 30
+    callback = ValidationNDCG(5, X=X[held_out], y=y[held_out], groups=qid[held_out], name="vali@5")
+    ranker = RankNetRanker(hidden_sizes=(8,), max_epochs=3, random_state=0, callbacks=[callback])
+    ranker.fit(X[~held_out], y[~held_out], qid[~held_out])
+    values = ranker.history_[:, "vali@5"]
+    assert len(values) == 3
+    expected = ndcg_score(y[held_out], ranker.predict(X[held_out]), qid[held_out], k=5)
+    assert values[-1] == pytest.approx(expected, abs=1e-12)
+
+
+def test_validation_split_values_and_training_mode(data):
+    X, y, qid = data
+    ranker = RankNetRanker(hidden_sizes=(8,), max_epochs=2, validation_fraction=0.25, random_state=0,
+                           batch_norm=True, keep_training_state=True).fit(X, y, qid)
+    values = ranker.history_[:, "valid_ndcg@10"]
+    assert len(values) == 2 and all(0 <= v <= 1 for v in values)
+    net = ranker.net_
+    net.module_.train()
+    net.score_rows(QueryDataset.from_arrays(QueryGroups(qid), X))
+    assert net.module_.training  # scoring between epochs leaves the module training
+
+
+def test_cli_trains_with_the_library_validation_callback():
+    source = (PACKAGE / "cli" / "_models.py").read_text()
+    assert "ValidationNDCG(" in source and "class ValidationFile" not in source
+    assert "module_.train()" not in source
+
+
+def test_package_layers_hold():
+    """The import-linter contracts of pyproject.toml (CI runs lint-imports too)."""
+    lint = Path(__import__("sys").executable).with_name("lint-imports")
+    if not lint.exists():
+        pytest.skip("import-linter is not installed (the test extra brings it)")
+    result = subprocess.run([str(lint)], cwd=PACKAGE.parent, capture_output=True, text=True,
+                            env={**__import__("os").environ, "PYTHONPATH": str(PACKAGE.parent)})
+    assert result.returncode == 0, result.stdout[-3000:]
