@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sklearn_ltr._groups import QueryGroups, check_groups
+from sklearn_ltr.utils._pipeline import final_estimator, is_pipeline
 
 __all__ = [
     "QUERY_COLUMN_CONSTRAINTS", "QUERY_COLUMN_DOC", "document_query_column", "query_column_of", "query_ids_from_X",
@@ -155,14 +156,12 @@ def query_ids_from_X(estimator, X):
     Follows a :class:`~sklearn.pipeline.Pipeline` to its last step: the ids are read
     from ``X`` as the earlier steps transform it, exactly as the last step sees it.
     """
-    steps = getattr(estimator, "steps", None)
-    if isinstance(steps, list) and steps and hasattr(estimator, "__getitem__"):
-        final = steps[-1][1]
-        if query_column_of(final) is None:
+    if is_pipeline(estimator):
+        if query_column_of(final_estimator(estimator)) is None:
             return None
-        if len(steps) > 1:
+        if len(estimator.steps) > 1:
             X = estimator[:-1].transform(X)
-        return query_ids_from_X(final, X)
+        return query_ids_from_X(estimator[-1], X)
     column = query_column_of(estimator)
     if column is None:
         return None

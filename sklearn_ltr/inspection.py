@@ -6,14 +6,14 @@ import numpy as np
 from sklearn.utils import Bunch
 
 from sklearn_ltr._query_column import query_column_of
+from sklearn_ltr.utils._pipeline import final_estimator
 
 __all__ = ["permutation_importance"]
 
 
 def _query_column_index(estimator, X):
     """Position in ``X`` of the column the estimator (or a Pipeline's last step) reads query ids from."""
-    steps = getattr(estimator, "steps", None)
-    final = steps[-1][1] if isinstance(steps, list) and steps else estimator
+    final = final_estimator(estimator)
     column = query_column_of(final)
     if column is None:
         return None

@@ -21,6 +21,7 @@ from sklearn_ltr.datasets import load_svmlight_ranking, make_ranking  # noqa: E4
 from sklearn_ltr.datasets._dask_formats import block_offsets, read_svmlight_ranking_dask  # noqa: E402
 from sklearn_ltr.metrics import ndcg_score  # noqa: E402
 from sklearn_ltr.rankers import LambdaMARTRanker  # noqa: E402
+from sklearn_ltr.utils._optional import require_dask  # noqa: E402
 
 # n_jobs=1: on a loaded 2-core machine OpenMP's default threads made one local fit take 64 s instead of 1 s.
 # (lightgbm.dask ignores n_jobs: each worker runs as many threads as it has Dask threads, here 1.)
@@ -185,12 +186,16 @@ def test_errors(client, data):
         fitted.predict(Xd[:, :5])
 
 
-def test_missing_dask_names_the_extra(monkeypatch):
+def test_missing_dask_names_the_extra(monkeypatch, tmp_path):
     import sys
 
+    path = tmp_path / "train.txt"
+    path.write_text("1 qid:1 1:0.5\n0 qid:1 1:0.25\n")
     monkeypatch.setitem(sys.modules, "distributed", None)
-    with pytest.raises(ImportError, match=r"pip install sklearn-ltr\[dask\]"):
-        _lambdamart_dask.require_dask()
+    with pytest.raises(ImportError, match=r"pip install 'sklearn-ltr\[dask\]'"):
+        require_dask()
+    with pytest.raises(ImportError, match=r"read_svmlight_ranking_dask needs dask\[distributed\].*sklearn-ltr\[dask\]"):
+        read_svmlight_ranking_dask(path)
 
 
 def test_reader_blocks_do_not_split_queries(client, data_dir, tmp_path):

@@ -195,6 +195,16 @@ def test_pipeline_with_column_transformer_and_named_column(data):
     assert np.all(np.isfinite(folds))
 
 
+def test_nested_pipeline_reads_the_column_of_its_innermost_ranker(data):
+    _, y, qid, frame = data
+    pre = ColumnTransformer([("log1p", Log1pTransformer(), FEATURES)], remainder="passthrough",
+                            verbose_feature_names_out=False).set_output(transform="pandas")
+    pipe = Pipeline([("pre", pre), ("inner", Pipeline([("rank", _lambdamart(query_column="qid"))]))]).fit(frame, y)
+    assert ndcg_scorer(pipe, frame, y) == pytest.approx(ndcg_score(y, pipe.predict(frame), qid, k=10))
+    importance = permutation_importance(pipe, frame, y, n_repeats=2, random_state=0)
+    assert importance.feature_indices.tolist() == [0, 1, 3, 4, 5]
+
+
 def test_halving_search_over_n_estimators(data):
     """resource="n_samples" would drop documents inside queries; a model's own budget is the resource."""
     _, y, qid, frame = data

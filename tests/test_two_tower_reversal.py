@@ -193,10 +193,3 @@ def test_large_reversal_weight_stays_finite_and_bounded(confounded_log):
     assert np.isfinite(ranker.predict(X)).all()
     assert np.abs(ranker.observation_logits_).max() < 20, ranker.observation_logits_
     assert np.isfinite([row["train_loss"] for row in ranker.history_]).all()
-
-
-def test_weights_saved_with_a_learned_adversarial_head_still_load():
-    """Models of earlier versions kept a small MLP adversary (never used to predict)."""
-    model = TwoTowerScorer(3, (4,), max_position=5, gradient_reversal=1.0)
-    state = {**model.state_dict(), "adversary.0.weight": torch.zeros(16, 1), "adversary.0.bias": torch.zeros(16)}
-    model.load_state_dict(state)

@@ -19,6 +19,8 @@ import re
 
 import numpy as np
 
+from sklearn_ltr.utils._optional import require_dask
+
 __all__ = ["read_svmlight_ranking_dask"]
 
 _QID = re.compile(rb"(?:^|\s)qid:(\S+)")
@@ -166,8 +168,6 @@ def read_svmlight_ranking_dask(
     The arrays (or the frame with ``as_frame=True``) go straight to a Dask-aware
     ranker: ``LambdaMARTRanker().fit(X, y, groups=qid)``.
     """
-    from sklearn_ltr.rankers._lambdamart_dask import require_dask
-
     require_dask("read_svmlight_ranking_dask")
     import dask
     import dask.array as da

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 
 from sklearn.utils.validation import check_is_fitted
+
+from sklearn_ltr.utils._optional import import_optional
 
 __all__ = ["to_onnx"]
 
@@ -14,23 +15,10 @@ __all__ = ["to_onnx"]
 DEFAULT_OPSET = 17
 #: Lowest supported opset (``CastLike``, which the export of DASALC's log1p uses).
 MIN_OPSET = 15
-#: Inputs of every exported model: padded features and the mask of real documents.
-INPUTS = ("X", "mask")
 #: Output of every exported model: one score per slot, 0 on padding.
 OUTPUT = "scores"
 #: Prefix of the metadata keys ``to_onnx`` writes into the model (``metadata_props``).
 METADATA_PREFIX = "sklearn_ltr."
-
-_SERVING_HINT = "pip install 'sklearn-ltr[serving]'"
-
-
-def require(package, what):
-    """Import an optional package of the ``serving`` extra, or fail saying how to install it."""
-    try:
-        return importlib.import_module(package)
-    except ImportError as error:
-        raise ImportError(f"{what} needs the {package!r} package: {_SERVING_HINT}.") from error
-
 
 def _module_of(ranker):
     """The trained torch module that a neural ranker's ``predict`` runs."""
@@ -211,8 +199,7 @@ def to_onnx(ranker, path=None, *, opset=None):
     >>> np.allclose(scores[mask], ranker.predict(X[:5]), atol=1e-5)
     True
     """
-    require("onnx", "to_onnx")
-    import onnx
+    onnx = import_optional("onnx", "to_onnx")
 
     kind = _check_ranker(ranker)
     opset = DEFAULT_OPSET if opset is None else opset

@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
 from sklearn_ltr._groups import QueryGroups, check_groups
-from sklearn_ltr.export._onnx import METADATA_PREFIX, OUTPUT, require
+from sklearn_ltr.export._onnx import METADATA_PREFIX, OUTPUT
+from sklearn_ltr.utils._optional import import_optional
 
 __all__ = ["OnnxScorer"]
 
@@ -122,7 +123,7 @@ class OnnxScorer:
     """
 
     def __init__(self, model, *, n_threads=None, providers=None, max_batch_documents=65536, max_batch_queries=8):
-        ort = require("onnxruntime", "OnnxScorer")
+        ort = import_optional("onnxruntime", "OnnxScorer")
         options = ort.SessionOptions()
         if n_threads is not None:
             options.intra_op_num_threads = int(n_threads)

@@ -22,18 +22,7 @@ from torch import nn
 
 from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
 from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
-
-# The loss side lives in _two_tower_loss; its names stay importable from here, the path under
-# which training state pickled by earlier versions (keep_training_state=True) refers to them.
-from sklearn_ltr.nn._two_tower_loss import (  # noqa: F401
-    ADVERSARY_RIDGE,
-    COMBINATIONS,
-    REVERSAL_TARGETS,
-    TwoTowerClickLoss,
-    TwoTowerOutput,
-    click_log_likelihood,
-    linear_adversary_loss,
-)
+from sklearn_ltr.nn._two_tower_loss import TwoTowerOutput
 
 __all__ = ["TwoTowerScorer", "gradient_reversal"]
 
@@ -197,15 +186,6 @@ class TwoTowerScorer(nn.Module):
         self.observation = _mlp(width, observation_hidden_sizes, activation)
         self.observation_dropout = nn.Dropout(observation_dropout)
         self.gradient_reversal = float(gradient_reversal)
-
-    def load_state_dict(self, state_dict, strict=True, assign=False):
-        """Load weights; ignores the ``adversary.*`` weights of models saved by earlier versions.
-
-        Those versions trained a small MLP as the adversary, which prediction never used (the
-        adversary is now fitted in closed form by :func:`linear_adversary_loss`).
-        """
-        state_dict = {name: value for name, value in state_dict.items() if not name.startswith("adversary.")}
-        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def observation_logits(self, positions):
         """Observation logits :math:`o` of rows of positions or bias features.

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from sklearn_ltr._groups import QueryGroups, check_query_weights
+from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._query_column import QUERY_COLUMN_CONSTRAINTS, document_query_column
 from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.base import BaseRanker
@@ -16,13 +16,12 @@ from sklearn_ltr.rankers._lambdarank_inputs import (
     as_spmatrix,
     check_label_range,
     check_lgbm_param_names,
-    check_positions,
     check_query_size,
+    checked_position_callback,
     eval_entries,
     is_positive_int,
     lgbm_eval_kwargs,
-    position_callback,
-    sort_like,
+    row_weights,
     sort_rows,
     taken_names,
 )
@@ -437,16 +436,7 @@ class LambdaMARTRanker(BaseRanker):
         """
         validate_estimator_params(self)
         if _dask.is_dask_collection(X):  # Dask array / DataFrame: train on the cluster
-            if self.query_column is not None:
-                raise ValueError("query_column is not supported on Dask input; pass groups as a Dask collection.")
-            if sample_weight is not None:
-                raise ValueError("sample_weight is not supported on Dask input yet; fit without it.")
-            if positions is not None:
-                raise ValueError(
-                    "positions (unbiased lambdarank) is not supported on Dask input: lightgbm.dask has no "
-                    "position argument. Fit in memory (X, y, groups and positions as NumPy arrays) or without "
-                    "positions."
-                )
+            self._check_dask_fit_args(positions, sample_weight)
             return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
         import lightgbm
 
@@ -457,39 +447,58 @@ class LambdaMARTRanker(BaseRanker):
         self._check_lambdarank(y, query_groups, "y", groups_none=groups is None)
         X_sorted, y_sorted = sort_rows(query_groups, X, y)
         fit_kwargs = {}
-        if positions is not None:
-            positions = sort_like(query_groups, check_positions(positions, X.shape[0]))
-            if not hasattr(lightgbm.Dataset, "set_position"):
-                raise ImportError(f"positions need LightGBM 4.1 or later (installed: {lightgbm.__version__}); "
-                                  f"upgrade with `pip install -U 'lightgbm>=4.1'`.")
+        if positions is not None:  # unbiased lambdarank: one learned bias per display position
+            callbacks = [*(callbacks or []), checked_position_callback(positions, query_groups, X.shape[0])]
             kwargs["lambdarank_position_bias_regularization"] = float(self.lambdarank_position_bias_regularization)
-            callbacks = [*(callbacks or []), position_callback(positions)]
         if sample_weight is not None:
-            weights = np.repeat(check_query_weights(sample_weight, query_groups), query_groups.sizes)
-            if positions is not None and weights.mean() > 0:
-                # LightGBM's Newton step on the position biases (first / (|second| + 0.001)) is not
-                # invariant to the scale of the weights; relative weights are: mean 1.
-                weights = weights / weights.mean()
-            fit_kwargs["sample_weight"] = weights
-        if eval_set is not None:
-            entries = eval_entries(eval_set)
-            valid_sets, valid_groups = [], []
-            for i, (X_val, y_val, groups_val) in enumerate(entries):
-                if X_val is X_in and y_val is y_in and groups_val is groups_in:
-                    # LightGBM recognises the training data by identity and reuses it.
-                    valid_sets.append((X_sorted, y_sorted))
-                    valid_groups.append(query_groups.sizes)
-                    continue
-                valid_sets.append(self._validate_eval_entry(i, X_val, y_val, groups_val, valid_groups))
-            if eval_names is not None and len(eval_names) != len(valid_sets):
-                raise ValueError(f"eval_names has {len(eval_names)} names for {len(valid_sets)} eval_set entries.")
-            fit_kwargs.update(lgbm_eval_kwargs(valid_sets, valid_groups, eval_names))
-        elif self.early_stopping_rounds is not None:
-            raise ValueError(
-                "early_stopping_rounds needs validation queries: pass eval_set=[(X_val, y_val, groups_val)]."
-            )
+            fit_kwargs["sample_weight"] = row_weights(sample_weight, query_groups, to_mean_one=positions is not None)
+        training = ((X_in, y_in, groups_in), (X_sorted, y_sorted, query_groups.sizes))
+        fit_kwargs.update(self._eval_fit_kwargs(eval_set, eval_names, training))
         model = lightgbm.LGBMRanker(**kwargs)
         model.fit(X_sorted, y_sorted, group=query_groups.sizes, eval_at=eval_at, callbacks=callbacks, **fit_kwargs)
+        return self._set_fitted(model)
+
+    def _check_dask_fit_args(self, positions, sample_weight):
+        """Refuse the ``fit`` inputs that the Dask path (``lightgbm.dask``) cannot take."""
+        if self.query_column is not None:
+            raise ValueError("query_column is not supported on Dask input; pass groups as a Dask collection.")
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported on Dask input yet; fit without it.")
+        if positions is not None:
+            raise ValueError(
+                "positions (unbiased lambdarank) is not supported on Dask input: lightgbm.dask has no "
+                "position argument. Fit in memory (X, y, groups and positions as NumPy arrays) or without "
+                "positions."
+            )
+
+    def _eval_fit_kwargs(self, eval_set, eval_names, training):
+        """``LGBMRanker.fit``'s evaluation arguments for ``eval_set`` (none without it).
+
+        ``training`` pairs the caller's ``(X, y, groups)`` with the sorted
+        ``(X, y, query sizes)`` handed to LightGBM: an ``eval_set`` entry made of the
+        very training objects is passed as those, so that LightGBM recognises the
+        training data by identity and reuses it.
+        """
+        if eval_set is None:
+            if self.early_stopping_rounds is not None:
+                raise ValueError(
+                    "early_stopping_rounds needs validation queries: pass eval_set=[(X_val, y_val, groups_val)]."
+                )
+            return {}
+        (X_in, y_in, groups_in), (X_sorted, y_sorted, sizes) = training
+        valid_sets, valid_groups = [], []
+        for i, (X_val, y_val, groups_val) in enumerate(eval_entries(eval_set)):
+            if X_val is X_in and y_val is y_in and groups_val is groups_in:
+                valid_sets.append((X_sorted, y_sorted))
+                valid_groups.append(sizes)
+                continue
+            valid_sets.append(self._validate_eval_entry(i, X_val, y_val, groups_val, valid_groups))
+        if eval_names is not None and len(eval_names) != len(valid_sets):
+            raise ValueError(f"eval_names has {len(eval_names)} names for {len(valid_sets)} eval_set entries.")
+        return lgbm_eval_kwargs(valid_sets, valid_groups, eval_names)
+
+    def _set_fitted(self, model):
+        """Keep the fitted ``LGBMRanker`` and the attributes read from it; returns ``self``."""
         self.model_ = model
         self.booster_ = model.booster_
         self.feature_importances_ = model.feature_importances_

@@ -36,30 +36,17 @@ import warnings
 import numpy as np
 
 from sklearn_ltr._groups import QueryGroups, check_groups
+from sklearn_ltr.utils._optional import require_dask
 
-__all__ = ["fit_dask", "is_dask_collection", "predict_dask", "require_dask", "to_local"]
+__all__ = ["fit_dask", "is_dask_collection", "predict_dask", "to_local"]
 
 _Y = "__sklearn_ltr_y__"
 _QID = "__sklearn_ltr_qid__"
-
-INSTALL_HINT = "pip install sklearn-ltr[dask]"
 
 
 def is_dask_collection(obj):
     """Whether ``obj`` is a Dask array, DataFrame or Series (without importing dask)."""
     return hasattr(obj, "__dask_graph__") and hasattr(obj, "__dask_keys__")
-
-
-def require_dask(what="LambdaMARTRanker on Dask collections"):
-    """Import dask, dask.dataframe and distributed, or fail with the name of the extra."""
-    try:
-        import dask
-        import dask.array
-        import dask.dataframe  # noqa: F401
-        import distributed  # noqa: F401
-        import lightgbm.dask  # noqa: F401
-    except ImportError as err:
-        raise ImportError(f"{what} needs dask[distributed] ({err}); install it with `{INSTALL_HINT}`.") from err
 
 
 def _is_dask_frame(obj):

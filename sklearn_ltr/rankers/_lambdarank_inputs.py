@@ -13,6 +13,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from sklearn_ltr._groups import check_query_weights
+
 __all__ = [
     "DEFAULT_LABEL_GAIN_SIZE",
     "MAX_QUERY_SIZE",
@@ -22,10 +24,12 @@ __all__ = [
     "check_lgbm_param_names",
     "check_positions",
     "check_query_size",
+    "checked_position_callback",
     "eval_entries",
     "is_positive_int",
     "lgbm_eval_kwargs",
     "position_callback",
+    "row_weights",
     "sort_like",
     "sort_rows",
     "taken_names",
@@ -230,3 +234,30 @@ def position_callback(positions):
     _set_positions.before_iteration = True
     _set_positions.order = 0
     return _set_positions
+
+
+def checked_position_callback(positions, query_groups, n_samples):
+    """:func:`position_callback` of ``positions`` checked and sorted like the rows, once LightGBM can take them.
+
+    Raises ``ImportError`` when the installed LightGBM predates ``Dataset.set_position`` (4.1).
+    """
+    import lightgbm
+
+    positions = sort_like(query_groups, check_positions(positions, n_samples))
+    if not hasattr(lightgbm.Dataset, "set_position"):
+        raise ImportError(f"positions need LightGBM 4.1 or later (installed: {lightgbm.__version__}); "
+                          f"upgrade with `pip install -U 'lightgbm>=4.1'`.")
+    return position_callback(positions)
+
+
+def row_weights(sample_weight, query_groups, *, to_mean_one=False):
+    """Per-query ``sample_weight`` checked and repeated over the sorted rows of each query.
+
+    ``to_mean_one`` rescales them to mean 1, as training with positions needs: LightGBM's
+    Newton step on the position biases (first / (|second| + 0.001)) is not invariant to the
+    scale of the weights, while relative weights are.
+    """
+    weights = np.repeat(check_query_weights(sample_weight, query_groups), query_groups.sizes)
+    if to_mean_one and weights.mean() > 0:
+        weights = weights / weights.mean()
+    return weights

@@ -49,7 +49,18 @@ def import_optional(package, what):
 
 
 def require_dask(what="LambdaMARTRanker on Dask collections"):
-    """Import dask, dask.dataframe, distributed and ``lightgbm.dask``, or fail naming the ``dask`` extra."""
+    """Import dask, dask.dataframe, distributed and ``lightgbm.dask``, or fail naming the ``dask`` extra.
+
+    Parameters
+    ----------
+    what : str, default="LambdaMARTRanker on Dask collections"
+        The feature that needs them, for the message (e.g. ``"read_svmlight_ranking_dask"``).
+
+    Raises
+    ------
+    ImportError
+        If one of them is missing: the message names it and ``pip install 'sklearn-ltr[dask]'``.
+    """
     for package in ("dask", "dask.array", "dask.dataframe", "distributed", "lightgbm.dask"):
         try:
             importlib.import_module(package)
