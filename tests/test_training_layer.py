@@ -126,7 +126,7 @@ def test_register_and_unregister_a_loss():
             register_loss("toy_cost", _toy_loss, pairwise_tensors=1)
     finally:
         unregister_loss("toy_cost")
-    assert "toy_cost" not in LOSSES and "toy-cost-alias" not in __import__("sklearn_ltr.losses").losses.ALIASES
+    assert "toy_cost" not in LOSSES and "toy_cost_alias" not in __import__("sklearn_ltr.losses").losses.ALIASES
 
 
 @pytest.mark.parametrize(("module", "kwargs", "expected"), [
@@ -245,7 +245,8 @@ def test_predictions_do_not_depend_on_the_prediction_batch(data, documents):
                           random_state=0).fit(X, y, qid)
     expected = ranker.predict(X, qid)
     ranker.net_.prediction_documents = documents
-    np.testing.assert_array_equal(ranker.predict(X, qid), expected)
+    # Padding a list to another length changes the order of float32 sums in attention (~1e-7).
+    np.testing.assert_allclose(ranker.predict(X, qid), expected, rtol=1e-5, atol=1e-6)
 
 
 # --- One validation callback -----------------------------------------------------------------

@@ -109,6 +109,7 @@ def register_loss(name, function, *, pairwise_tensors, aliases=()):
 
 def unregister_loss(name):
     """Remove the loss ``name`` (canonical) and its aliases from the registry."""
+    name = _normal(name)
     LOSSES.pop(name)
     LOSS_MEMORY.pop(name)
     for alias in [alias for alias, target in ALIASES.items() if target == name]:
@@ -129,8 +130,12 @@ def pairwise_tensors(loss):
     return None
 
 
+def _normal(name):
+    return name.strip().lower().replace("-", "_").replace(" ", "_")
+
+
 def _canonical(name):
-    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    key = _normal(name)
     key = ALIASES.get(key, key)
     if key not in LOSSES:
         known = ", ".join(sorted(LOSSES))
