@@ -134,20 +134,6 @@ class DASALCRanker(NeuralRanker):
     True
     """
 
-    _parameter_constraints = {  # noqa: RUF012
-        "hidden_size": [Interval(Integral, 1, None, closed="left")],
-        "n_layers": [Interval(Integral, 0, None, closed="left")],
-        "dropout": [Interval(Real, 0, 1, closed="left")],
-        "log1p": ["boolean"],
-        "noise_std": [Interval(Real, 0, None, closed="left")],
-        "n_attention_layers": [Interval(Integral, 0, None, closed="left")],
-        "n_heads": [Interval(Integral, 1, None, closed="left")],
-        "head_size": [Interval(Integral, 1, None, closed="left")],
-        "attention_dropout": [Interval(Real, 0, 1, closed="left"), None],
-        **LOSS_CONSTRAINTS,
-        **TRAINING_CONSTRAINTS,
-    }
-
     def __init__(
         self,
         hidden_size=512,
@@ -207,6 +193,20 @@ class DASALCRanker(NeuralRanker):
         self.query_column = query_column
         self.keep_training_state = keep_training_state
         self.distributed = distributed
+
+    _parameter_constraints = {  # noqa: RUF012
+        "hidden_size": [Interval(Integral, 1, None, closed="left")],
+        "n_layers": [Interval(Integral, 0, None, closed="left")],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "log1p": ["boolean"],
+        "noise_std": [Interval(Real, 0, None, closed="left")],
+        "n_attention_layers": [Interval(Integral, 0, None, closed="left")],
+        "n_heads": [Interval(Integral, 1, None, closed="left")],
+        "head_size": [Interval(Integral, 1, None, closed="left")],
+        "attention_dropout": [Interval(Real, 0, 1, closed="left"), None],
+        **LOSS_CONSTRAINTS,
+        **TRAINING_CONSTRAINTS,
+    }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

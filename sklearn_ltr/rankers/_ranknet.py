@@ -111,15 +111,6 @@ class RankNetRanker(NeuralRanker):
     True
     """
 
-    _parameter_constraints = {  # noqa: RUF012
-        "hidden_sizes": [positive_int_tuple()],
-        "activation": [StrOptions(set(ACTIVATIONS))],
-        "dropout": [Interval(Real, 0, 1, closed="left")],
-        "batch_norm": ["boolean"],
-        **LOSS_CONSTRAINTS,
-        **TRAINING_CONSTRAINTS,
-    }
-
     def __init__(
         self,
         hidden_sizes=(64, 32),
@@ -169,6 +160,15 @@ class RankNetRanker(NeuralRanker):
         self.query_column = query_column
         self.keep_training_state = keep_training_state
         self.distributed = distributed
+
+    _parameter_constraints = {  # noqa: RUF012
+        "hidden_sizes": [positive_int_tuple()],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "batch_norm": ["boolean"],
+        **LOSS_CONSTRAINTS,
+        **TRAINING_CONSTRAINTS,
+    }
 
     def _module_spec(self, n_features):
         return MLPScorer, {

@@ -169,20 +169,6 @@ class SetRankRanker(NeuralRanker):
     __metadata_request__predict = {"groups": True, "initial_rank": True}  # noqa: RUF012
     __metadata_request__score = {"groups": True, "initial_rank": True}  # noqa: RUF012
 
-    _parameter_constraints = {  # noqa: RUF012
-        "d_model": [Interval(Integral, 1, None, closed="left")],
-        "n_blocks": [Interval(Integral, 0, None, closed="left")],
-        "n_heads": [Interval(Integral, 1, None, closed="left")],
-        "block": [StrOptions(set(BLOCKS))],
-        "n_inducing_points": [Interval(Integral, 1, None, closed="left")],
-        "ff_size": [Interval(Integral, 1, None, closed="left"), None],
-        "dropout": [Interval(Real, 0, 1, closed="left")],
-        "attention_dropout": [Interval(Real, 0, 1, closed="left"), None],
-        "max_rank": [Interval(Integral, 1, None, closed="left")],
-        **LOSS_CONSTRAINTS,
-        **TRAINING_CONSTRAINTS,
-    }
-
     def __init__(
         self,
         d_model=128,
@@ -242,6 +228,20 @@ class SetRankRanker(NeuralRanker):
         self.query_column = query_column
         self.keep_training_state = keep_training_state
         self.distributed = distributed
+
+    _parameter_constraints = {  # noqa: RUF012
+        "d_model": [Interval(Integral, 1, None, closed="left")],
+        "n_blocks": [Interval(Integral, 0, None, closed="left")],
+        "n_heads": [Interval(Integral, 1, None, closed="left")],
+        "block": [StrOptions(set(BLOCKS))],
+        "n_inducing_points": [Interval(Integral, 1, None, closed="left")],
+        "ff_size": [Interval(Integral, 1, None, closed="left"), None],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "attention_dropout": [Interval(Real, 0, 1, closed="left"), None],
+        "max_rank": [Interval(Integral, 1, None, closed="left")],
+        **LOSS_CONSTRAINTS,
+        **TRAINING_CONSTRAINTS,
+    }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

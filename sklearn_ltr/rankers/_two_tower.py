@@ -248,22 +248,6 @@ class TwoTowerDebiasedRanker(NeuralRanker):
 
     __metadata_request__fit = {"groups": True, "positions": True}  # noqa: RUF012
 
-    _parameter_constraints = {  # noqa: RUF012
-        "hidden_sizes": [positive_int_tuple()],
-        "activation": [StrOptions(set(ACTIVATIONS))],
-        "dropout": [Interval(Real, 0, 1, closed="left")],
-        "batch_norm": ["boolean"],
-        "combination": [StrOptions(set(COMBINATIONS))],
-        "max_position": [Interval(Integral, 1, None, closed="left")],
-        "observation_hidden_sizes": [positive_int_tuple()],
-        "observation_dropout": [Interval(Real, 0, 1, closed="left")],
-        "gradient_reversal": [Interval(Real, 0, None, closed="left")],
-        "reversal_target": [StrOptions(set(REVERSAL_TARGETS))],
-        "observation_lr": [Interval(Real, 0, None, closed="neither"), None],
-        **TRAINING_CONSTRAINTS,
-    }
-    _net_class = _TwoTowerNet
-
     def __init__(
         self,
         hidden_sizes=(64, 32),
@@ -323,6 +307,22 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         self.query_column = query_column
         self.keep_training_state = keep_training_state
         self.distributed = distributed
+
+    _parameter_constraints = {  # noqa: RUF012
+        "hidden_sizes": [positive_int_tuple()],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "batch_norm": ["boolean"],
+        "combination": [StrOptions(set(COMBINATIONS))],
+        "max_position": [Interval(Integral, 1, None, closed="left")],
+        "observation_hidden_sizes": [positive_int_tuple()],
+        "observation_dropout": [Interval(Real, 0, 1, closed="left")],
+        "gradient_reversal": [Interval(Real, 0, None, closed="left")],
+        "reversal_target": [StrOptions(set(REVERSAL_TARGETS))],
+        "observation_lr": [Interval(Real, 0, None, closed="neither"), None],
+        **TRAINING_CONSTRAINTS,
+    }
+    _net_class = _TwoTowerNet
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
