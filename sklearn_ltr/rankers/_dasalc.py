@@ -6,6 +6,7 @@ from numbers import Integral, Real
 
 from sklearn_ltr.nn._dasalc import DASALCNet
 from sklearn_ltr.rankers._neural import NeuralRanker
+from sklearn_ltr.rankers._neural_params import LOSS_CONSTRAINTS, TRAINING_CONSTRAINTS
 from sklearn_ltr.utils._sklearn_compat import Interval
 
 __all__ = ["DASALCRanker"]
@@ -133,11 +134,66 @@ class DASALCRanker(NeuralRanker):
     True
     """
 
-    _module_parameters = {  # noqa: RUF012
-        "hidden_size": 512, "n_layers": 2, "dropout": 0.4, "log1p": True, "noise_std": 1.5,
-        "n_attention_layers": 4, "n_heads": 2, "head_size": 100, "attention_dropout": None,
-    }  # fmt: skip
-    _default_loss = "softmax"
+    def __init__(
+        self,
+        hidden_size=512,
+        n_layers=2,
+        dropout=0.4,
+        log1p=True,
+        noise_std=1.5,
+        n_attention_layers=4,
+        n_heads=2,
+        head_size=100,
+        attention_dropout=None,
+        *,
+        loss="softmax",
+        loss_params=None,
+        lr=1e-3,
+        optimizer="adam",
+        weight_decay=0.0,
+        max_epochs=20,
+        batch_size=32,
+        max_list_length=None,
+        validation_fraction=None,
+        early_stopping=False,
+        n_iter_no_change=5,
+        device="auto",
+        random_state=None,
+        callbacks=None,
+        verbose=0,
+        query_column=None,
+        keep_training_state=False,
+        distributed=False,
+    ):
+        """Store the parameters unchanged; see :class:`DASALCRanker`."""
+        self.hidden_size = hidden_size
+        self.n_layers = n_layers
+        self.dropout = dropout
+        self.log1p = log1p
+        self.noise_std = noise_std
+        self.n_attention_layers = n_attention_layers
+        self.n_heads = n_heads
+        self.head_size = head_size
+        self.attention_dropout = attention_dropout
+        self.loss = loss
+        self.loss_params = loss_params
+        self.lr = lr
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.max_list_length = max_list_length
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.device = device
+        self.random_state = random_state
+        self.callbacks = callbacks
+        self.verbose = verbose
+        self.query_column = query_column
+        self.keep_training_state = keep_training_state
+        self.distributed = distributed
+
     _parameter_constraints = {  # noqa: RUF012
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
         "n_layers": [Interval(Integral, 0, None, closed="left")],
@@ -148,6 +204,8 @@ class DASALCRanker(NeuralRanker):
         "n_heads": [Interval(Integral, 1, None, closed="left")],
         "head_size": [Interval(Integral, 1, None, closed="left")],
         "attention_dropout": [Interval(Real, 0, 1, closed="left"), None],
+        **LOSS_CONSTRAINTS,
+        **TRAINING_CONSTRAINTS,
     }
 
     def __sklearn_tags__(self):

@@ -6,7 +6,7 @@ from numbers import Real
 
 from sklearn_ltr.nn import ACTIVATIONS, MLPScorer
 from sklearn_ltr.rankers._neural import NeuralRanker
-from sklearn_ltr.rankers._neural_params import positive_int_tuple
+from sklearn_ltr.rankers._neural_params import LOSS_CONSTRAINTS, TRAINING_CONSTRAINTS, positive_int_tuple
 from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions
 
 __all__ = ["RankNetRanker"]
@@ -111,13 +111,63 @@ class RankNetRanker(NeuralRanker):
     True
     """
 
-    _module_parameters = {"hidden_sizes": (64, 32), "activation": "relu", "dropout": 0.0, "batch_norm": False}  # noqa: RUF012
-    _default_loss = "ranknet"
+    def __init__(
+        self,
+        hidden_sizes=(64, 32),
+        activation="relu",
+        dropout=0.0,
+        batch_norm=False,
+        *,
+        loss="ranknet",
+        loss_params=None,
+        lr=1e-3,
+        optimizer="adam",
+        weight_decay=0.0,
+        max_epochs=20,
+        batch_size=32,
+        max_list_length=None,
+        validation_fraction=None,
+        early_stopping=False,
+        n_iter_no_change=5,
+        device="auto",
+        random_state=None,
+        callbacks=None,
+        verbose=0,
+        query_column=None,
+        keep_training_state=False,
+        distributed=False,
+    ):
+        """Store the parameters unchanged; see :class:`RankNetRanker`."""
+        self.hidden_sizes = hidden_sizes
+        self.activation = activation
+        self.dropout = dropout
+        self.batch_norm = batch_norm
+        self.loss = loss
+        self.loss_params = loss_params
+        self.lr = lr
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.max_list_length = max_list_length
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.device = device
+        self.random_state = random_state
+        self.callbacks = callbacks
+        self.verbose = verbose
+        self.query_column = query_column
+        self.keep_training_state = keep_training_state
+        self.distributed = distributed
+
     _parameter_constraints = {  # noqa: RUF012
         "hidden_sizes": [positive_int_tuple()],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "batch_norm": ["boolean"],
+        **LOSS_CONSTRAINTS,
+        **TRAINING_CONSTRAINTS,
     }
 
     def _module_spec(self, n_features):

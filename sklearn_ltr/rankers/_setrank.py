@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn_ltr.nn._setrank import BLOCKS, SetRankNet
 from sklearn_ltr.rankers._neural import NeuralRanker
+from sklearn_ltr.rankers._neural_params import LOSS_CONSTRAINTS, TRAINING_CONSTRAINTS
 from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions, _num_samples
 
 __all__ = ["SetRankRanker"]
@@ -168,11 +169,66 @@ class SetRankRanker(NeuralRanker):
     __metadata_request__predict = {"groups": True, "initial_rank": True}  # noqa: RUF012
     __metadata_request__score = {"groups": True, "initial_rank": True}  # noqa: RUF012
 
-    _module_parameters = {  # noqa: RUF012
-        "d_model": 128, "n_blocks": 2, "n_heads": 4, "block": "msab", "n_inducing_points": 20, "ff_size": None,
-        "dropout": 0.1, "attention_dropout": None, "max_rank": 256,
-    }  # fmt: skip
-    _default_loss = "attention_rank"
+    def __init__(
+        self,
+        d_model=128,
+        n_blocks=2,
+        n_heads=4,
+        block="msab",
+        n_inducing_points=20,
+        ff_size=None,
+        dropout=0.1,
+        attention_dropout=None,
+        max_rank=256,
+        *,
+        loss="attention_rank",
+        loss_params=None,
+        lr=1e-3,
+        optimizer="adam",
+        weight_decay=0.0,
+        max_epochs=20,
+        batch_size=32,
+        max_list_length=None,
+        validation_fraction=None,
+        early_stopping=False,
+        n_iter_no_change=5,
+        device="auto",
+        random_state=None,
+        callbacks=None,
+        verbose=0,
+        query_column=None,
+        keep_training_state=False,
+        distributed=False,
+    ):
+        """Store the parameters unchanged; see :class:`SetRankRanker`."""
+        self.d_model = d_model
+        self.n_blocks = n_blocks
+        self.n_heads = n_heads
+        self.block = block
+        self.n_inducing_points = n_inducing_points
+        self.ff_size = ff_size
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.max_rank = max_rank
+        self.loss = loss
+        self.loss_params = loss_params
+        self.lr = lr
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.max_list_length = max_list_length
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.device = device
+        self.random_state = random_state
+        self.callbacks = callbacks
+        self.verbose = verbose
+        self.query_column = query_column
+        self.keep_training_state = keep_training_state
+        self.distributed = distributed
+
     _parameter_constraints = {  # noqa: RUF012
         "d_model": [Interval(Integral, 1, None, closed="left")],
         "n_blocks": [Interval(Integral, 0, None, closed="left")],
@@ -183,6 +239,8 @@ class SetRankRanker(NeuralRanker):
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "attention_dropout": [Interval(Real, 0, 1, closed="left"), None],
         "max_rank": [Interval(Integral, 1, None, closed="left")],
+        **LOSS_CONSTRAINTS,
+        **TRAINING_CONSTRAINTS,
     }
 
     def __sklearn_tags__(self):

@@ -15,7 +15,7 @@ from sklearn_ltr.nn import ACTIVATIONS
 from sklearn_ltr.nn._two_tower import TwoTowerScorer
 from sklearn_ltr.nn._two_tower_loss import COMBINATIONS, REVERSAL_TARGETS, TwoTowerClickLoss
 from sklearn_ltr.rankers._neural import NeuralRanker
-from sklearn_ltr.rankers._neural_params import positive_int_tuple
+from sklearn_ltr.rankers._neural_params import TRAINING_CONSTRAINTS, positive_int_tuple
 from sklearn_ltr.training._distributed import DataParallelMixin
 from sklearn_ltr.training._net import RankingNet
 from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions
@@ -253,13 +253,66 @@ class TwoTowerDebiasedRanker(NeuralRanker):
 
     __metadata_request__fit = {"groups": True, "positions": True}  # noqa: RUF012
 
-    _module_parameters = {  # noqa: RUF012
-        "hidden_sizes": (64, 32), "activation": "relu", "dropout": 0.0, "batch_norm": False,
-    }
-    _keyword_parameters = {  # noqa: RUF012
-        "combination": "additive", "max_position": 50, "observation_hidden_sizes": (), "observation_dropout": 0.0,
-        "gradient_reversal": 0.0, "reversal_target": "relevance", "observation_lr": None,
-    }  # fmt: skip
+    def __init__(
+        self,
+        hidden_sizes=(64, 32),
+        activation="relu",
+        dropout=0.0,
+        batch_norm=False,
+        *,
+        combination="additive",
+        max_position=50,
+        observation_hidden_sizes=(),
+        observation_dropout=0.0,
+        gradient_reversal=0.0,
+        reversal_target="relevance",
+        observation_lr=None,
+        lr=1e-3,
+        optimizer="adam",
+        weight_decay=0.0,
+        max_epochs=20,
+        batch_size=32,
+        max_list_length=None,
+        validation_fraction=None,
+        early_stopping=False,
+        n_iter_no_change=5,
+        device="auto",
+        random_state=None,
+        callbacks=None,
+        verbose=0,
+        query_column=None,
+        keep_training_state=False,
+        distributed=False,
+    ):
+        """Store the parameters unchanged; see :class:`TwoTowerDebiasedRanker`."""
+        self.hidden_sizes = hidden_sizes
+        self.activation = activation
+        self.dropout = dropout
+        self.batch_norm = batch_norm
+        self.combination = combination
+        self.max_position = max_position
+        self.observation_hidden_sizes = observation_hidden_sizes
+        self.observation_dropout = observation_dropout
+        self.gradient_reversal = gradient_reversal
+        self.reversal_target = reversal_target
+        self.observation_lr = observation_lr
+        self.lr = lr
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.max_list_length = max_list_length
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.device = device
+        self.random_state = random_state
+        self.callbacks = callbacks
+        self.verbose = verbose
+        self.query_column = query_column
+        self.keep_training_state = keep_training_state
+        self.distributed = distributed
+
     _parameter_constraints = {  # noqa: RUF012
         "hidden_sizes": [positive_int_tuple()],
         "activation": [StrOptions(set(ACTIVATIONS))],
@@ -272,6 +325,7 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         "gradient_reversal": [Interval(Real, 0, None, closed="left")],
         "reversal_target": [StrOptions(set(REVERSAL_TARGETS))],
         "observation_lr": [Interval(Real, 0, None, closed="neither"), None],
+        **TRAINING_CONSTRAINTS,
     }
     _net_class = _TwoTowerNet
     _data_parallel_net_class = _DataParallelTwoTowerNet
