@@ -69,8 +69,8 @@ def padded_batches(sizes, documents, max_queries=None):
 
     Examples
     --------
-    >>> [b.tolist() for b in padded_batches([3, 1, 2, 5], documents=6)]
-    [[1, 2, 0], [3]]
+    >>> [b.tolist() for b in padded_batches([3, 1, 2, 5], documents=6)]  # 2 x 2 slots, 1 x 3, 1 x 5
+    [[1, 2], [0], [3]]
     """
     sizes = np.asarray(sizes)
     order = np.argsort(sizes, kind="stable")

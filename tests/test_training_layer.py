@@ -1,6 +1,7 @@
 """The training layer (sklearn_ltr.training): declared variation points, costs, batches and validation."""
 
 import functools
+import itertools
 import re
 import subprocess
 from pathlib import Path
@@ -220,7 +221,7 @@ def test_padded_batches_fit_their_budget(sizes, documents, max_queries):
     for batch in batches:
         assert len(batch) == 1 or len(batch) * sizes[batch].max() <= documents
         assert max_queries is None or len(batch) <= max_queries
-    for batch, after in zip(batches, batches[1:], strict=False):  # each batch is as long as it may be
+    for batch, after in itertools.pairwise(batches):  # each batch is as long as it may be
         grown = np.concatenate([batch, after[:1]])
         limited = max_queries is not None and len(batch) == max_queries
         assert limited or len(grown) * sizes[grown].max() > documents

@@ -72,6 +72,13 @@ neuralsort_ndcg 0.1004
 attention_rank  1.1093
 listmle         0.5975
 
+Each loss declares its memory cost, the ``[list, list]`` tensors one list holds in a training
+step, which the neural rankers' memory check reads (:func:`register_loss` adds a loss):
+
+>>> from sklearn_ltr.losses import LOSS_MEMORY
+>>> LOSS_MEMORY["ranknet"], LOSS_MEMORY["softmax"]
+(8, 0)
+
 and the same options to reduce the queries' values; here the first query counts twice:
 
 >>> ranknet = LOSSES["ranknet"]

@@ -90,6 +90,21 @@ def register_loss(name, function, *, pairwise_tensors, aliases=()):
         When ``pairwise_tensors`` is missing or not a non-negative integer.
     ValueError
         When ``name`` or an alias is taken.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.losses import get_loss, pairwise_tensors, register_loss, unregister_loss
+    >>> def squared_error(scores, labels, mask=None, *, reduction="mean", weights=None):
+    ...     return (scores - labels).square().mean()
+    >>> _ = register_loss("squared_error", squared_error, pairwise_tensors=0, aliases=("mse",))
+    >>> get_loss("MSE") is squared_error, pairwise_tensors("mse")
+    (True, 0)
+    >>> register_loss("cubic", squared_error)  # no declared cost: refused
+    Traceback (most recent call last):
+    ...
+    TypeError: register_loss() missing 1 required keyword-only argument: 'pairwise_tensors'
+    >>> unregister_loss("squared_error")
     """
     if isinstance(pairwise_tensors, bool) or not isinstance(pairwise_tensors, int) or pairwise_tensors < 0:
         raise TypeError(
@@ -98,6 +113,7 @@ def register_loss(name, function, *, pairwise_tensors, aliases=()):
         )
     if not callable(function):
         raise TypeError(f"register_loss({name!r}): the loss must be callable; got {type(function).__name__}.")
+    name, aliases = _normal(name), [_normal(alias) for alias in aliases]  # as get_loss reads names
     taken = sorted({name, *aliases} & (set(LOSSES) | set(ALIASES)))
     if taken:
         raise ValueError(f"register_loss({name!r}): {taken} already name a loss; unregister_loss first.")
@@ -108,7 +124,16 @@ def register_loss(name, function, *, pairwise_tensors, aliases=()):
 
 
 def unregister_loss(name):
-    """Remove the loss ``name`` (canonical) and its aliases from the registry."""
+    """Remove the loss ``name`` (canonical) and its aliases from the registry.
+
+    Examples
+    --------
+    >>> from sklearn_ltr.losses import LOSSES, ranknet, register_loss, unregister_loss
+    >>> _ = register_loss("my_ranknet", ranknet, pairwise_tensors=8)
+    >>> unregister_loss("my_ranknet")
+    >>> "my_ranknet" in LOSSES
+    False
+    """
     name = _normal(name)
     LOSSES.pop(name)
     LOSS_MEMORY.pop(name)
@@ -120,6 +145,15 @@ def pairwise_tensors(loss):
     """Declared ``[list, list]`` tensors per list of ``loss`` (a name, a function or a partial of one).
 
     Returns ``None`` for a callable that was never registered: its cost is unknown.
+
+    Examples
+    --------
+    >>> import functools
+    >>> from sklearn_ltr.losses import pairwise_tensors, ranknet
+    >>> pairwise_tensors("ranknet"), pairwise_tensors("softmax"), pairwise_tensors(functools.partial(ranknet))
+    (8, 0, 8)
+    >>> pairwise_tensors(lambda scores, labels, mask: scores.sum()) is None
+    True
     """
     if isinstance(loss, str):
         return LOSS_MEMORY[_canonical(loss)]

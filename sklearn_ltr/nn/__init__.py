@@ -24,7 +24,7 @@ Tanh()
 Sequential(
   (0): Linear(in_features=3, out_features=4, bias=True)
   (1): Tanh()
-  (2): Linear(in_features=4, out_features=1, bias=True)
+  (2): ScoreHead(in_features=4, out_features=1, bias=True)
 )
 >>> COMBINATIONS
 ('additive', 'multiplicative')
@@ -36,7 +36,7 @@ Sequential(
 from sklearn_ltr.nn._attention import MultiHeadAttention, SelfAttentionLayer
 from sklearn_ltr.nn._cost import ModuleCost
 from sklearn_ltr.nn._dasalc import DASALCNet
-from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores, set_reduce_sum
+from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, ScoreHead, mlp, scatter_scores, set_reduce_sum
 from sklearn_ltr.nn._set_attention import InducedAttentionBlock, MultiheadAttentionBlock
 from sklearn_ltr.nn._setrank import SetRankNet
 from sklearn_ltr.nn._two_tower import TwoTowerScorer, gradient_reversal
@@ -57,6 +57,7 @@ __all__ = [
     "ModuleCost",
     "MultiHeadAttention",
     "MultiheadAttentionBlock",
+    "ScoreHead",
     "SelfAttentionLayer",
     "SetRankNet",
     "TwoTowerClickLoss",
@@ -65,6 +66,7 @@ __all__ = [
     "click_log_likelihood",
     "gradient_reversal",
     "linear_adversary_loss",
+    "mlp",
     "scatter_scores",
     "set_reduce_sum",
 ]

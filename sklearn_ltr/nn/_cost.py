@@ -25,6 +25,14 @@ class ModuleCost:
         Heads per attention layer.
     activation_width : int
         Activations per document (the sum of the layer widths), the linear part.
+
+    Examples
+    --------
+    >>> from sklearn_ltr.nn import DASALCNet, MLPScorer
+    >>> MLPScorer.memory_cost(n_features=10, hidden_sizes=(64, 32))
+    ModuleCost(attention_layers=0, attention_heads=0, activation_width=97)
+    >>> DASALCNet.memory_cost(n_features=10).attention_layers
+    4
     """
 
     attention_layers: int = 0

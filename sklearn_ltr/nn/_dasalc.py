@@ -7,7 +7,7 @@ from torch import nn
 
 from sklearn_ltr.nn._attention import Dropout, SelfAttentionLayer, pad_rows
 from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
-from sklearn_ltr.nn._mlp import _MaskedBatchNorm, scatter_scores
+from sklearn_ltr.nn._mlp import ScoreHead, _MaskedBatchNorm, scatter_scores
 
 __all__ = ["DASALCNet"]
 
@@ -165,7 +165,7 @@ class DASALCNet(nn.Module):
             )
             self.context = nn.Sequential(_MaskedBatchNorm(head_size, momentum=momentum),
                                          nn.Linear(head_size, hidden_size))
-        self.output = nn.Sequential(nn.ReLU(), Dropout(dropout), nn.Linear(hidden_size, 1))
+        self.output = nn.Sequential(nn.ReLU(), Dropout(dropout), ScoreHead(hidden_size, 1))
 
     def transform_inputs(self, X, mask):
         r"""The tower's inputs :math:`\tilde x` of the real documents.

@@ -16,7 +16,7 @@ from torch import nn
 
 from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
 
-__all__ = ["ACTIVATIONS", "MLPScorer", "scatter_scores", "set_reduce_sum"]
+__all__ = ["ACTIVATIONS", "MLPScorer", "ScoreHead", "mlp", "scatter_scores", "set_reduce_sum"]
 
 #: Hidden-layer activations by name: the ``activation`` values of :class:`MLPScorer`,
 #: :class:`TwoTowerScorer`, ``RankNetRanker`` and ``TwoTowerDebiasedRanker``. Each value is a
@@ -81,6 +81,15 @@ def set_reduce_sum(module, reduce_sum):
         A scorer or a criterion.
     reduce_sum : callable or None
         Sum over processes, or ``None``.
+
+    Examples
+    --------
+    >>> from sklearn_ltr.nn import MLPScorer, set_reduce_sum
+    >>> scorer = MLPScorer(4, hidden_sizes=(8,), batch_norm=True)
+    >>> set_reduce_sum(scorer, lambda tensor: tensor)  # one process: the sum is the tensor
+    >>> scorer.network[1].reduce_sum is not None
+    True
+    >>> set_reduce_sum(scorer, None)
     """
     for submodule in module.modules():
         if hasattr(type(submodule), "reduce_sum"):
@@ -134,6 +143,76 @@ class _MaskedBatchNorm(nn.BatchNorm1d):
             self.running_mean.mul_(1 - factor).add_(factor * mean.detach())
             self.running_var.mul_(1 - factor).add_(factor * var.detach() * n_rows / (n_rows - 1))
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class ScoreHead(nn.Linear):
+    """The last linear layer of a scorer, always computed in float32.
+
+    Under bf16 autocast (``precision="bf16-mixed"``) a ``Linear`` would return bf16 scores:
+    8 bits of mantissa, which tie most documents of a long list. This one leaves autocast for
+    its own product and upcasts its input, so scores stay float32 whatever the precision of
+    the layers before it. Its parameters are a ``Linear``'s (same ``state_dict`` keys).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ltr.nn import ScoreHead
+    >>> head = ScoreHead(4, 1)
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+    ...     head(torch.randn(3, 4)).dtype
+    torch.float32
+    """
+
+    def forward(self, x):
+        with torch.autocast(x.device.type, enabled=False):
+            return super().forward(x.float())
+
+
+def mlp(n_inputs, hidden_sizes, activation="relu", *, dropout=0.0, batch_norm=False):
+    """``Linear`` -> [batch norm] -> activation -> [dropout] per hidden size, then a :class:`ScoreHead` to 1.
+
+    The one MLP builder of :mod:`sklearn_ltr.nn` (the MLP scorer and the two-tower model's
+    observation tower).
+
+    Parameters
+    ----------
+    n_inputs : int
+        Input width.
+    hidden_sizes : tuple of int
+        Width of each hidden layer (empty: a linear model).
+    activation : str, default="relu"
+        A key of :data:`ACTIVATIONS`.
+    dropout : float, default=0.0
+        Dropout after each hidden layer (none when 0).
+    batch_norm : bool, default=False
+        Masked batch norm after each hidden ``Linear``.
+
+    Returns
+    -------
+    torch.nn.Sequential
+
+    Examples
+    --------
+    >>> from sklearn_ltr.nn import mlp
+    >>> mlp(5, (8,), dropout=0.1)
+    Sequential(
+      (0): Linear(in_features=5, out_features=8, bias=True)
+      (1): ReLU()
+      (2): Dropout(p=0.1, inplace=False)
+      (3): ScoreHead(in_features=8, out_features=1, bias=True)
+    )
+    """
+    layers, width = [], n_inputs
+    for size in hidden_sizes:
+        layers.append(nn.Linear(width, size))
+        if batch_norm:
+            layers.append(_MaskedBatchNorm(size))
+        layers.append(ACTIVATIONS[activation]())
+        if dropout:
+            layers.append(nn.Dropout(dropout))
+        width = size
+    layers.append(ScoreHead(width, 1))
+    return nn.Sequential(*layers)
 
 
 class MLPScorer(nn.Module):
@@ -203,17 +282,7 @@ class MLPScorer(nn.Module):
 
     def __init__(self, n_features, hidden_sizes=(64, 32), activation="relu", dropout=0.0, batch_norm=False):
         super().__init__()
-        layers, width = [], n_features
-        for size in hidden_sizes:
-            layers.append(nn.Linear(width, size))
-            if batch_norm:
-                layers.append(_MaskedBatchNorm(size))
-            layers.append(ACTIVATIONS[activation]())
-            if dropout:
-                layers.append(nn.Dropout(dropout))
-            width = size
-        layers.append(nn.Linear(width, 1))
-        self.network = nn.Sequential(*layers)
+        self.network = mlp(n_features, hidden_sizes, activation, dropout=dropout, batch_norm=batch_norm)
 
     def forward(self, X, mask, **unused):
         """Score the documents of a padded batch.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import nn
 
 from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
-from sklearn_ltr.nn._mlp import scatter_scores
+from sklearn_ltr.nn._mlp import ScoreHead, scatter_scores
 from sklearn_ltr.nn._set_attention import InducedAttentionBlock, MultiheadAttentionBlock
 
 __all__ = ["SetRankNet"]
@@ -136,7 +136,7 @@ class SetRankNet(nn.Module):
             blocks = (InducedAttentionBlock(d_model, n_heads, n_inducing_points, ff_size, dropout, attention_dropout)
                       for _ in range(n_blocks))
         self.blocks = nn.ModuleList(blocks)
-        self.output = nn.Linear(d_model, 1)
+        self.output = ScoreHead(d_model, 1)
 
     def forward(self, X, mask, initial_rank=None, **unused):
         """Score the documents of a padded batch, each in the context of its list.

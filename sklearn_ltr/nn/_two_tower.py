@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
-from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, scatter_scores
+from sklearn_ltr.nn._mlp import MLPScorer, mlp, scatter_scores
 from sklearn_ltr.nn._two_tower_loss import TwoTowerOutput
 
 __all__ = ["TwoTowerScorer", "gradient_reversal"]
@@ -77,14 +77,6 @@ def gradient_reversal(x, weight=1.0):
     tensor([-0.5000, -0.5000])
     """
     return _GradientReversal.apply(x, float(weight))
-
-
-def _mlp(n_inputs, hidden_sizes, activation):
-    layers, width = [], n_inputs
-    for size in hidden_sizes:
-        layers += [nn.Linear(width, size), ACTIVATIONS[activation]()]
-        width = size
-    return nn.Sequential(*layers, nn.Linear(width, 1))
 
 
 class TwoTowerScorer(nn.Module):
@@ -183,7 +175,7 @@ class TwoTowerScorer(nn.Module):
         self.n_bias_features = n_bias_features
         self.max_position = int(max_position)
         width = self.max_position if n_bias_features is None else int(n_bias_features)
-        self.observation = _mlp(width, observation_hidden_sizes, activation)
+        self.observation = mlp(width, observation_hidden_sizes, activation)
         self.observation_dropout = nn.Dropout(observation_dropout)
         self.gradient_reversal = float(gradient_reversal)
 

@@ -3,6 +3,12 @@
 Every ranker is listed once, in :mod:`sklearn_ltr.rankers._registry`. The neural rankers
 load torch and skorch; they are imported on first use (PEP 562), so that
 ``from sklearn_ltr.rankers import LambdaMARTRanker`` loads neither.
+
+Examples
+--------
+>>> from sklearn_ltr.rankers import RANKERS
+>>> [entry.cli_name for entry in RANKERS.values() if entry.cli_name]
+['lambdamart', 'ranknet', 'dasalc', 'setrank', 'two-tower']
 """
 
 from sklearn_ltr.rankers import _registry

@@ -1,10 +1,10 @@
 """Shared estimator logic of the neural rankers (RankNet, DASALC, SetRank, two-tower).
 
-Subclasses declare their own parameters (see :mod:`~sklearn_ltr.rankers._neural_params`)
-and the torch module to build; this base validates the data and every parameter, builds
-the net of the training layer (:mod:`sklearn_ltr.training`), checks the memory of the
-largest batch from the costs the module and the loss declare, trains, and predicts one
-score per row in input order.
+Subclasses write their constructors out (shared parameters' constraints and docs are declared
+once in :mod:`~sklearn_ltr.rankers._neural_params`) and name the torch module to build; this
+base validates the data and every parameter, builds the net of the training layer
+(:mod:`sklearn_ltr.training`), checks the memory of the largest batch from the costs the
+module and the loss declare, trains, and predicts one score per row in input order.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ from sklearn_ltr.base import BaseRanker, resolve_groups
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss, pairwise_tensors
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
-from sklearn_ltr.training import ValidationNDCG
+from sklearn_ltr.training import ValidationNDCG, _memory
 from sklearn_ltr.training._device import resolve_device
 from sklearn_ltr.training._distributed import net_class_for
 from sklearn_ltr.training._memory import (
-    available_memory,
     check_training_memory,
     memory_terms,
     module_cost,
@@ -60,8 +59,9 @@ def canonical_row_order(X):
 class NeuralRanker(NeuralParameters, BaseRanker):
     """Base of the neural rankers; not for direct use.
 
-    Subclasses declare their parameters (``_module_parameters``, ``_default_loss``, their
-    ``_parameter_constraints``) and implement :meth:`_module_spec`. Hooks a subclass may
+    Subclasses write their ``__init__`` out and their ``_parameter_constraints`` (spreading
+    ``LOSS_CONSTRAINTS`` and ``TRAINING_CONSTRAINTS`` of :mod:`~sklearn_ltr.rankers._neural_params`)
+    and implement :meth:`_module_spec`. Hooks a subclass may
     override instead of rewriting the net: :meth:`_criterion_spec` and :meth:`_net_extras`
     (e.g. optimiser parameter groups). The memory estimate reads the costs that the module
     (``memory_cost``) and the loss (:func:`~sklearn_ltr.losses.register_loss`) declare.
@@ -157,14 +157,11 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             verbose=int(self.verbose),
             max_list_length=self.max_list_length,
             random_state=seed,
-            precision=self._precision(),
+            precision=self.precision,
             **{f"criterion__{key}": value for key, value in criterion_kwargs.items()},
             **{f"module__{key}": value for key, value in module_kwargs.items()},
             **self._net_extras(),
         )
-
-    def _precision(self):
-        return getattr(self, "precision", "32-true")
 
     def _loss_tensors(self):
         """``[L, L]`` tensors per list that the training loss declares (0 when linear or unknown)."""
@@ -275,7 +272,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             return
         longest = int(sizes.max()) if self.max_list_length is None else min(int(sizes.max()), self.max_list_length)
         n_lists = min(int(self.batch_size), len(sizes))
-        free = available_memory(device)
+        free = _memory.available_memory(device)
         one_pairwise_tensor = 4 * n_lists * longest**2
         if free is not None and one_pairwise_tensor > 0.01 * free:
             warnings.warn(

@@ -130,6 +130,7 @@ class RankNetRanker(NeuralRanker):
         early_stopping=False,
         n_iter_no_change=5,
         device="auto",
+        precision="32-true",
         random_state=None,
         callbacks=None,
         verbose=0,
@@ -154,6 +155,7 @@ class RankNetRanker(NeuralRanker):
         self.early_stopping = early_stopping
         self.n_iter_no_change = n_iter_no_change
         self.device = device
+        self.precision = precision
         self.random_state = random_state
         self.callbacks = callbacks
         self.verbose = verbose

@@ -42,6 +42,13 @@ class RankerEntry:
         Further types its skops file references (its net and torch module classes).
     also_exports : tuple of str
         Other public names its module defines (e.g. a warning class).
+
+    Examples
+    --------
+    >>> from sklearn_ltr.rankers import RANKERS
+    >>> entry = RANKERS["RankNetRanker"]
+    >>> entry.cli_name, entry.neural, entry.cls.__name__
+    ('ranknet', True, 'RankNetRanker')
     """
 
     name: str
@@ -70,7 +77,26 @@ RANKERS = {}
 
 
 def register_ranker(entry):
-    """Add ``entry`` (a :class:`RankerEntry`) to the registry; its name must be new."""
+    """Add ``entry`` (a :class:`RankerEntry`) to the registry; its name must be new.
+
+    Parameters
+    ----------
+    entry : RankerEntry
+        The ranker to add.
+
+    Returns
+    -------
+    entry : RankerEntry
+
+    Examples
+    --------
+    >>> import sklearn_ltr
+    >>> from sklearn_ltr.rankers import RankerEntry, register_ranker, unregister_ranker
+    >>> _ = register_ranker(RankerEntry("MyLambdaMART", "sklearn_ltr.rankers._lambdamart"))
+    >>> "MyLambdaMART" in dir(sklearn_ltr)
+    True
+    >>> unregister_ranker("MyLambdaMART")
+    """
     taken = {entry.name, *entry.also_exports} & set(exported_names())
     if taken:
         raise ValueError(f"register_ranker: {sorted(taken)} already exported by a registered ranker.")
@@ -81,7 +107,16 @@ def register_ranker(entry):
 
 
 def unregister_ranker(name):
-    """Remove the ranker ``name`` from the registry (for tests that register a toy one)."""
+    """Remove the ranker ``name`` from the registry (for tests that register a toy one).
+
+    Examples
+    --------
+    >>> from sklearn_ltr.rankers import RANKERS, RankerEntry, register_ranker, unregister_ranker
+    >>> _ = register_ranker(RankerEntry("Toy", "sklearn_ltr.rankers._lambdamart"))
+    >>> unregister_ranker("Toy")
+    >>> "Toy" in RANKERS
+    False
+    """
     del RANKERS[name]
 
 

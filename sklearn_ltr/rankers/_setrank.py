@@ -193,6 +193,7 @@ class SetRankRanker(NeuralRanker):
         early_stopping=False,
         n_iter_no_change=5,
         device="auto",
+        precision="32-true",
         random_state=None,
         callbacks=None,
         verbose=0,
@@ -222,6 +223,7 @@ class SetRankRanker(NeuralRanker):
         self.early_stopping = early_stopping
         self.n_iter_no_change = n_iter_no_change
         self.device = device
+        self.precision = precision
         self.random_state = random_state
         self.callbacks = callbacks
         self.verbose = verbose

@@ -240,7 +240,8 @@ class RankingNet(NeuralNet):
         training = self.module_.training
         self.module_.eval()
         try:
-            with torch.no_grad():
+            # Scores are float32 whatever the training precision, even inside a caller's autocast.
+            with torch.no_grad(), torch.autocast(torch.device(self.device).type, enabled=False):
                 for inputs, _, rows in batches.with_rows():
                     mask = inputs["mask"]
                     scores[rows[mask]] = self.infer(inputs)[mask].float()

@@ -147,6 +147,7 @@ def inference_net(net):
     A data-parallel net's inference net is a plain one: it predicts without a process group.
     """
     net.module_.zero_grad(set_to_none=True)  # gradients of the last batch: training state
+    net.module_.eval()  # a fitted model's module predicts
     state = inference_state(net, weights=False)  # the module itself is reused
     cls = net.inference_class
     return restore_inference_net(cls.__new__(cls), state, module=net.module_)

@@ -33,7 +33,7 @@ Examples
 >>> ranker = RankNetRanker(hidden_sizes=(8,), max_epochs=2, random_state=0).fit(X, y, groups=qid)
 >>> data = sio.dumps(ranker)
 >>> sorted(sio.get_untrusted_types(data=data))  # outside skops's defaults: all in TRUSTED_TYPES
-['sklearn_ltr.training._net.RankingNet', 'sklearn_ltr.nn._mlp.MLPScorer', 'sklearn_ltr.rankers._ranknet.RankNetRanker']
+['sklearn_ltr.nn._mlp.MLPScorer', 'sklearn_ltr.rankers._ranknet.RankNetRanker', 'sklearn_ltr.training._net.RankingNet']
 >>> loaded = sio.loads(data, trusted=TRUSTED_TYPES)
 >>> bool((loaded.predict(X) == ranker.predict(X)).all())
 True
@@ -53,6 +53,18 @@ def trusted_types():
     Read from the registry of rankers (:mod:`sklearn_ltr.rankers._registry`): each ranker's
     class and the types its entry declares (its net, its torch module, LightGBM's model).
     Includes rankers registered after import, which :data:`TRUSTED_TYPES` does not.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> from sklearn_ltr.utils.persistence import TRUSTED_TYPES, trusted_types
+    >>> trusted_types() == TRUSTED_TYPES
+    True
+    >>> "sklearn_ltr.nn._dasalc.DASALCNet" in trusted_types()
+    True
     """
     types = []
     for entry in _registry.RANKERS.values():
