@@ -175,11 +175,11 @@ def test_model_inputs_outputs_and_metadata(name, synthetic_models):
 
 
 def test_batches_of_similar_lengths_within_limits():
-    from sklearn_ltr.export._scorer import _batches
+    from sklearn_ltr._blocks import padded_batches  # the cut OnnxScorer shares with predict
 
     sizes = np.random.default_rng(0).integers(1, 300, 500)
     sizes[7] = 5000  # longer than a batch may be: a batch of its own
-    batches = _batches(sizes, 4096, 8)
+    batches = padded_batches(sizes, 4096, 8)
     assert np.array_equal(np.sort(np.concatenate(batches)), np.arange(len(sizes)))  # each query once
     for batch in batches:
         assert len(batch) <= 8

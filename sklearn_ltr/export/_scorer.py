@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
+from sklearn_ltr._blocks import check_finite_scores, padded_batches
 from sklearn_ltr._groups import QueryGroups, check_groups
 from sklearn_ltr.export._onnx import METADATA_PREFIX, OUTPUT
 from sklearn_ltr.utils._optional import import_optional
@@ -25,23 +26,6 @@ def _model_bytes(model):
     if hasattr(model, "SerializeToString"):  # onnx.ModelProto
         return model.SerializeToString()
     raise TypeError(f"model must be an onnx.ModelProto, bytes or a path to a .onnx file; got {type(model).__name__}.")
-
-
-def _batches(sizes, max_documents, max_queries):
-    """Query numbers of each batch: queries by length, at most ``max_queries`` and ``max_documents`` slots a batch.
-
-    A batch pads its lists to its longest, so sorting by length keeps padding small, and a
-    list-context model's attention costs about ``queries * longest**2``: few queries a batch
-    keep short lists from being padded to the longest of many. A query longer than
-    ``max_documents`` is a batch of its own.
-    """
-    order = np.argsort(sizes, kind="stable")
-    batches, start = [], 0
-    for end in range(1, len(order) + 1):
-        if end == len(order) or end - start >= max_queries or (end + 1 - start) * sizes[order[end]] > max_documents:
-            batches.append(order[start:end])
-            start = end
-    return batches
 
 
 class OnnxScorer:
@@ -215,7 +199,7 @@ class OnnxScorer:
             initial_rank = np.asarray(initial_rank, dtype=np.float64)
             if initial_rank.shape != (n_samples,) or not np.isfinite(initial_rank).all():
                 raise ValueError(f"initial_rank must hold one finite rank per row of X ({n_samples}).")
-        for queries in _batches(query_groups.sizes, self.max_batch_documents, max_queries):
+        for queries in padded_batches(query_groups.sizes, self.max_batch_documents, max_queries):
             rows = query_groups.take(queries)
             block = QueryGroups(query_groups.codes[rows])
             features = X[rows].toarray() if sp.issparse(X) else X[rows]
@@ -246,10 +230,4 @@ class OnnxScorer:
         scores = np.empty(n_samples, dtype=np.float64)
         for rows, block, feeds in self._padded_batches(X, groups, initial_rank):
             scores[rows] = block.unpad(self.score_padded(**feeds))
-        bad = ~np.isfinite(scores)
-        if bad.any():
-            raise ValueError(
-                f"the model produced {int(bad.sum())} non-finite scores of {n_samples}: these rows' features are "
-                f"probably far outside the training data's range."
-            )
-        return scores
+        return check_finite_scores(scores, "OnnxScorer")
