@@ -2,8 +2,8 @@
 
 Estimators are discovered from ``sklearn_ltr.__all__``: a new public estimator fails
 ``test_every_public_estimator_is_checked`` until it gets fast settings in ``FAST``, and
-each check that cannot apply to it needs an entry ``check name -> reason`` in
-``EXPECTED_FAILED_CHECKS`` (marked xfail, strict: a check that starts passing fails).
+each check that cannot apply to it needs an entry ``check name -> reason`` in its registry
+entry's ``expected_failed_checks`` (marked xfail, strict: a check that starts passing fails).
 
 The checks call ``fit(X, y)`` without ``groups``: a ranker then treats all rows as one
 query and emits ``MissingGroupsWarning``, which is expected here and silenced.
@@ -33,44 +33,10 @@ def _public_estimator_classes():
 
 ESTIMATORS = [cls(**FAST[cls.__name__]) for cls in _public_estimator_classes() if cls.__name__ in FAST]
 
-_LIST_CONTEXT = (
-    "list context: a document's score depends on the other documents of its query, and the check "
-    "scores subsets of one query (groups=None) and compares them with the whole"
-)
-
-_PER_QUERY_WEIGHTS = (
-    "sample_weight weighs whole queries (a ranking loss compares the documents of a query), while the "
-    "check gives the rows of its single query different weights (or reads them as repetitions of rows)"
-)
-
-_OWN_TARGET = (
-    "TwoTowerDebiasedRanker learns from 0/1 clicks; this check builds its target [1, 1, 2, 2, ...] itself, "
-    "without the target hook through which the contract suite feeds clicks to the other checks"
-)
-
-_WEIGHT_CHECKS = dict.fromkeys(
-    ["check_sample_weights_not_overwritten", "check_sample_weight_equivalence_on_dense_data"], _PER_QUERY_WEIGHTS
-)
-
-# Class name -> {check name: reason it cannot pass}.
-# - Every ranker check applies to every ranker: it is driven by the ranker's tags.
-# - TwoTowerDebiasedRanker learns from clicks: its tags say so, and scikit-learn's checks get 0/1
-#   targets, except the two that build their own target.
-EXPECTED_FAILED_CHECKS = {
-    "DASALCRanker": {"check_methods_subset_invariance": _LIST_CONTEXT, **_WEIGHT_CHECKS},
-    "SetRankRanker": {"check_methods_subset_invariance": _LIST_CONTEXT, **_WEIGHT_CHECKS},
-    "RankNetRanker": _WEIGHT_CHECKS,
-    "LambdaMARTRanker": {**_WEIGHT_CHECKS, "check_sample_weight_equivalence_on_sparse_data": _PER_QUERY_WEIGHTS},
-    "TwoTowerDebiasedRanker": {
-        **_WEIGHT_CHECKS,
-        "check_sample_weights_pandas_series": _OWN_TARGET,
-        "check_sample_weights_not_an_array": _OWN_TARGET,
-    },
-}
-
-
 def _expected_failed_checks(estimator):
-    return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
+    """``{check: reason}`` that cannot pass, declared in the ranker's registry entry."""
+    entry = RANKERS.get(type(estimator).__name__)
+    return {} if entry is None else entry.expected_failed_checks
 
 
 def test_every_public_estimator_is_checked():

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import unittest
 
 import numpy as np
 from sklearn.utils import estimator_checks as _sklearn_checks
@@ -293,6 +294,8 @@ def check_estimator(estimator, *, expected_failed_checks=None, sklearn_checks=Tr
         names.append(name)
         try:
             check(instance)
+        except unittest.SkipTest:  # a check that does not apply here (e.g. array API without its flag)
+            continue
         except Exception as error:
             if name not in expected:
                 raise AssertionError(f"{type(estimator).__name__} fails {name}: {error}") from error
