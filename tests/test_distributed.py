@@ -158,11 +158,14 @@ if dist.get_rank() == 0:
 """
 
 
-def test_torchrun_launches_a_script(tmp_path):
+@pytest.mark.parametrize("nproc", [WORLD_SIZE, 1])
+def test_torchrun_launches_a_script(tmp_path, nproc):
+    # With one process too, fit joins the launcher's process group: the script's own
+    # dist.get_rank() works as with N processes (the pattern the docs show).
     script = tmp_path / "train.py"
     out = tmp_path / "scores.npy"
     script.write_text(textwrap.dedent(_SCRIPT.format(out=out)))
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={WORLD_SIZE}",
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
                str(script)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)

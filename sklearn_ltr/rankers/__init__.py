@@ -12,7 +12,11 @@ Examples
 """
 
 from sklearn_ltr.rankers import _registry
-from sklearn_ltr.rankers._registry import RANKERS, RankerEntry, register_ranker, unregister_ranker
+from sklearn_ltr.rankers._registry import RankerEntry, register_ranker, unregister_ranker
+
+#: dict of str to RankerEntry: every ranker of the package by class name, in registration
+#: order; the package's exports, ``TRUSTED_TYPES``, the command line and the test suite read it.
+RANKERS = _registry.RANKERS
 
 __all__ = ["RANKERS", "RankerEntry", "register_ranker", "unregister_ranker"]
 __all__ += _registry.exported_names()  # the registered rankers (and their warnings)

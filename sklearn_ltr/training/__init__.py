@@ -30,9 +30,22 @@ Log the NDCG@5 of a separate validation set after each epoch:
 >>> ranker = RankNetRanker(max_epochs=2, callbacks=[vali], random_state=0).fit(X, y, groups=qid)
 >>> len(ranker.history_[:, "vali_ndcg@5"])
 2
+
+Train the forward pass under bf16 autocast; the scores stay float32:
+
+>>> from sklearn_ltr.training import PRECISIONS
+>>> sorted(PRECISIONS)
+['32-true', 'bf16-mixed']
+>>> bf16 = RankNetRanker(max_epochs=1, precision="bf16-mixed", random_state=0).fit(X, y, groups=qid)
+>>> bf16.predict(X).dtype
+dtype('float64')
 """
 
+from sklearn_ltr.training import _precision
 from sklearn_ltr.training._callbacks import ValidationNDCG
-from sklearn_ltr.training._precision import PRECISIONS
+
+#: dict of str to str: the accepted values of the neural rankers' ``precision``, each with what
+#: it means (``"32-true"``, the default, and ``"bf16-mixed"``).
+PRECISIONS = _precision.PRECISIONS
 
 __all__ = ["PRECISIONS", "ValidationNDCG"]
