@@ -13,9 +13,10 @@ Examples
 ('load_svmlight_ranking', 'dump_lightgbm_ranking')
 """
 
+from sklearn_ltr.datasets import _file_formats
 from sklearn_ltr.datasets._clicks import click_probability, observation_propensity, simulate_clicks
 from sklearn_ltr.datasets._dask_formats import read_svmlight_ranking_dask
-from sklearn_ltr.datasets._file_formats import FILE_FORMATS, FileFormat, detect_file_format, read_ranking_file
+from sklearn_ltr.datasets._file_formats import FileFormat, detect_file_format, read_ranking_file
 from sklearn_ltr.datasets._formats import (
     dump_lightgbm_ranking,
     dump_svmlight_ranking,
@@ -23,6 +24,10 @@ from sklearn_ltr.datasets._formats import (
     load_svmlight_ranking,
 )
 from sklearn_ltr.datasets._synthetic import make_ranking
+
+#: Mapping: the registry of file formats, a read-only view of name -> :class:`FileFormat`
+#: (``"svmlight"``, ``"lightgbm"``); :func:`read_ranking_file` and the command line read it.
+FILE_FORMATS = _file_formats.FILE_FORMATS
 
 __all__ = [
     "FILE_FORMATS",

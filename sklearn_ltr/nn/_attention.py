@@ -79,6 +79,13 @@ def pad_rows(values, mask):
     return out
 
 
+#: Default of the ``attn_mask`` arguments: build the attention mask from the key mask here.
+#: A module that runs several attention layers over the same keys builds it once
+#: (:func:`key_padding_mask`) and passes it down, so that the check "is every key real?",
+#: a host synchronisation on CUDA, happens once per forward pass rather than once per layer.
+FROM_KEY_MASK = object()
+
+
 def key_padding_mask(mask):
     r"""Attention mask ``[batch, 1, 1, keys]`` (True = may attend) from a key mask ``[batch, keys]``.
 
@@ -165,7 +172,7 @@ class MultiHeadAttention(nn.Module):
         batch, length, _ = x.shape
         return x.view(batch, length, self.n_heads, self.head_size).transpose(1, 2)
 
-    def forward(self, query, key, key_mask=None):
+    def forward(self, query, key, key_mask=None, attn_mask=FROM_KEY_MASK):
         r"""Attend from ``query`` to ``key`` (the keys are also the values).
 
         Parameters
@@ -176,16 +183,21 @@ class MultiHeadAttention(nn.Module):
             Keys and values :math:`K`.
         key_mask : torch.Tensor of bool, shape (batch, n_keys), default=None
             True on real keys; ``None`` when every key is real.
+        attn_mask : torch.Tensor of bool or None, default=FROM_KEY_MASK
+            ``key_padding_mask(key_mask)`` computed once by the caller (``None``: no
+            masking); by default it is computed here.
 
         Returns
         -------
         out : torch.Tensor of shape (batch, n_queries, d_out)
             :math:`\mathrm{MHA}(Q, K)`.
         """
+        if attn_mask is FROM_KEY_MASK:
+            attn_mask = key_padding_mask(key_mask)
         q = self._heads(self.query(query))
         k, v = (self._heads(part) for part in self.key_value(key).chunk(2, dim=-1))
         attended = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=key_padding_mask(key_mask), dropout_p=self.dropout if self.training else 0.0
+            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0
         )
         batch, _, length, _ = attended.shape
         return self.out(attended.transpose(1, 2).reshape(batch, length, self.n_heads * self.head_size))
@@ -258,7 +270,7 @@ class SelfAttentionLayer(nn.Module):
         self.dropout = Dropout(dropout)
         self.norm = nn.LayerNorm(d_model)
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, attn_mask=FROM_KEY_MASK):
         """Apply the layer to the documents of a padded batch.
 
         Parameters
@@ -267,11 +279,13 @@ class SelfAttentionLayer(nn.Module):
             Document representations :math:`H`.
         mask : torch.Tensor of bool, shape (batch, list)
             True on real documents (padded ones are masked as keys).
+        attn_mask : torch.Tensor of bool or None, default=FROM_KEY_MASK
+            ``key_padding_mask(mask)``, when the caller computed it once for all its layers.
 
         Returns
         -------
         out : torch.Tensor of shape (batch, list, d_model)
             :math:`H'`; rows of padded documents are computed but meaningless.
         """
-        return self.norm(x + self.dropout(self.attention(x, x, mask)))
+        return self.norm(x + self.dropout(self.attention(x, x, mask, attn_mask)))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from sklearn_ltr.nn._attention import Dropout, SelfAttentionLayer, pad_rows
+from sklearn_ltr.nn._attention import Dropout, SelfAttentionLayer, key_padding_mask, pad_rows
 from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
 from sklearn_ltr.nn._mlp import ScoreHead, _MaskedBatchNorm, scatter_scores
 
@@ -214,7 +214,8 @@ class DASALCNet(nn.Module):
         h = self.tower(x)
         if self.attention_input is not None:
             z = pad_rows(self.attention_input(x), mask)
+            attn_mask = key_padding_mask(mask)  # once for every layer: one host sync on CUDA, not one a layer
             for layer in self.attention:
-                z = layer(z, mask)
+                z = layer(z, mask, attn_mask)
             h = h * (1.0 + self.context(z[mask]))
         return scatter_scores(self.output(h).squeeze(-1), mask)

@@ -72,7 +72,7 @@ def set_reduce_sum(module, reduce_sum):
     Data-parallel training (:mod:`sklearn_ltr.training`) passes a differentiable
     ``reduce_sum(tensor) -> tensor`` that sums over every process, so that batch statistics
     are those of the global batch; ``None`` restores local statistics. The modules that take
-    it declare a ``reduce_sum`` attribute (:class:`_MaskedBatchNorm`, the two-tower click
+    it declare a ``reduce_sum`` attribute (the masked batch norm, the two-tower click
     loss); the others are left alone.
 
     Parameters

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from sklearn_ltr.nn._attention import Dropout, MultiHeadAttention
+from sklearn_ltr.nn._attention import FROM_KEY_MASK, Dropout, MultiHeadAttention
 
 __all__ = ["InducedAttentionBlock", "MultiheadAttentionBlock"]
 
@@ -90,7 +90,7 @@ class MultiheadAttentionBlock(nn.Module):
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
 
-    def forward(self, x, mask, key=None, key_mask=None):
+    def forward(self, x, mask, key=None, key_mask=None, attn_mask=FROM_KEY_MASK):
         r""":math:`\mathrm{MAB}(X, K)`, or the self-attention :math:`\mathrm{MAB}(X, X)` when ``key`` is None.
 
         Parameters
@@ -104,6 +104,8 @@ class MultiheadAttentionBlock(nn.Module):
             The set :math:`K` attended to; ``None`` means ``x`` (with ``mask``).
         key_mask : torch.Tensor of bool, shape (batch, n_keys), default=None
             True on real rows of ``key``; ``None`` when all are real.
+        attn_mask : torch.Tensor of bool or None, default=FROM_KEY_MASK
+            ``key_padding_mask`` of the keys, when the caller computed it once.
 
         Returns
         -------
@@ -112,7 +114,7 @@ class MultiheadAttentionBlock(nn.Module):
         """
         if key is None:
             key, key_mask = x, mask
-        b = self.norm1(x + self.dropout(self.attention(x, key, key_mask)))
+        b = self.norm1(x + self.dropout(self.attention(x, key, key_mask, attn_mask)))
         return self.norm2(b + self.dropout(self._feedforward(b)))
 
     def _feedforward(self, b):
@@ -202,7 +204,7 @@ class InducedAttentionBlock(nn.Module):
         self.summarise = MultiheadAttentionBlock(d_model, n_heads, ff_size, dropout, attention_dropout)
         self.broadcast = MultiheadAttentionBlock(d_model, n_heads, ff_size, dropout, attention_dropout)
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, attn_mask=FROM_KEY_MASK):
         r""":math:`\mathrm{IMSAB}_m(X)` of the documents of a padded batch.
 
         Parameters
@@ -211,6 +213,8 @@ class InducedAttentionBlock(nn.Module):
             Document representations :math:`X`.
         mask : torch.Tensor of bool, shape (batch, list)
             True on real documents (the inducing points attend to these only).
+        attn_mask : torch.Tensor of bool or None, default=FROM_KEY_MASK
+            ``key_padding_mask(mask)``, when the caller computed it once for all its blocks.
 
         Returns
         -------
@@ -218,5 +222,5 @@ class InducedAttentionBlock(nn.Module):
             One output per document.
         """
         points = self.inducing_points.expand(x.shape[0], -1, -1)
-        summary = self.summarise(points, None, key=x, key_mask=mask)
+        summary = self.summarise(points, None, key=x, key_mask=mask, attn_mask=attn_mask)
         return self.broadcast(x, None, key=summary, key_mask=None)

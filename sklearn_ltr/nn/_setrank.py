@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from sklearn_ltr.nn._attention import key_padding_mask
 from sklearn_ltr.nn._cost import ModuleCost, bound_arguments
 from sklearn_ltr.nn._mlp import ScoreHead, scatter_scores
 from sklearn_ltr.nn._set_attention import InducedAttentionBlock, MultiheadAttentionBlock
@@ -165,6 +166,7 @@ class SetRankNet(nn.Module):
                 raise ValueError("this SetRank network embeds the initial rank: pass initial_rank.")
             index = initial_rank.round().long().clamp(1, self.max_rank) - 1
             z = z + self.rank_embedding(index)
+        attn_mask = key_padding_mask(mask)  # once for every block: one host sync on CUDA, not one a block
         for block in self.blocks:
-            z = block(z, mask)
+            z = block(z, mask, attn_mask=attn_mask)
         return scatter_scores(self.output(z[mask]).squeeze(-1), mask)

@@ -1,6 +1,6 @@
 """The public rankers: thin scikit-learn estimators over their backends.
 
-Every ranker is listed once, in :mod:`sklearn_ltr.rankers._registry`. The neural rankers
+Every ranker is listed once, in ``sklearn_ltr/rankers/_registry.py``. The neural rankers
 load torch and skorch; they are imported on first use (PEP 562), so that
 ``from sklearn_ltr.rankers import LambdaMARTRanker`` loads neither.
 

@@ -45,7 +45,7 @@ class RankerEntry:
         Other public names its module defines (e.g. a warning class).
     expected_failed_checks : dict
         ``{check name: reason}`` of scikit-learn's estimator checks that cannot pass for it
-        (the test suite marks them xfail, strict). See :data:`PER_QUERY_WEIGHTS`.
+        (the test suite marks them xfail, strict), e.g. ``PER_QUERY_WEIGHTS``.
 
     Examples
     --------
@@ -72,7 +72,7 @@ class RankerEntry:
         return load(self.name)
 
     def make_fast(self):
-        """An instance with :attr:`fast_params`."""
+        """An instance with ``fast_params``."""
         params = self.fast_params() if callable(self.fast_params) else self.fast_params
         return self.cls(**params)
 

@@ -6,7 +6,7 @@ one job:
 
 ==========================  ===============================================================
 ``_batches``                query datasets as flat tensors; padded, length-bucketed batches
-``_net``                    the skorch net (:class:`RankingNet`): loss, steps, seeding, scoring
+``_net``                    the skorch net (``RankingNet``): loss, steps, seeding, scoring
 ``_callbacks``              :class:`ValidationNDCG`, the validation NDCG of each epoch
 ``_precision``              the precision policy (``"32-true"``, ``"bf16-mixed"``)
 ``_device``                 ``device="auto"`` and the one "is it CUDA?" test

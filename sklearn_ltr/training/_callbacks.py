@@ -17,7 +17,7 @@ class ValidationNDCG(Callback):
     - ``X=None`` (default): the queries the net holds out itself (``validation_fraction``);
       the callback reuses the predictions of skorch's validation pass, with no second
       forward pass. Under data-parallel training each process holds a share of them and
-      the per-query sums are reduced over every process (:meth:`RankingNet.reduce_sum`),
+      the per-query sums are reduced over every process (``RankingNet.reduce_sum``),
       so every process records the same value.
     - ``X, y, groups`` given: a separate validation set (e.g. the LETOR ``vali`` file),
       scored with the net's prediction path after each epoch.

@@ -50,7 +50,7 @@ _SHARED_TYPES = ("sklearn_ltr.preprocessing._log1p.Log1pTransformer",)
 def trusted_types():
     """Fully qualified names of the types skops files of the registered rankers reference.
 
-    Read from the registry of rankers (:mod:`sklearn_ltr.rankers._registry`): each ranker's
+    Read from the registry of rankers (:data:`sklearn_ltr.rankers.RANKERS`): each ranker's
     class and the types its entry declares (its net, its torch module, LightGBM's model).
     Includes rankers registered after import, which :data:`TRUSTED_TYPES` does not.
 
