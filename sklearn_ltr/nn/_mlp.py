@@ -301,4 +301,9 @@ class MLPScorer(nn.Module):
         scores : torch.Tensor of shape (batch, list)
             One score per document, 0 on padding.
         """
-        return scatter_scores(self.network(X[mask]).squeeze(-1), mask)
+        if self.training:  # batch norm's statistics must see real documents only
+            return scatter_scores(self.network(X[mask]).squeeze(-1), mask)
+        # Scoring: every document on its own, so the padded slots can run too (bucketed batches
+        # pad little) and be zeroed after: no gather of the real rows, no scatter, no host sync.
+        flat = self.network(X.reshape(-1, X.shape[-1]))  # 2-D: batch norm reads dim 1 as features
+        return torch.where(mask, flat.view(mask.shape), 0.0)

@@ -37,9 +37,6 @@ from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, validate_es
 
 __all__ = ["OPTIMIZERS", "NeuralRanker", "canonical_row_order"]
 
-#: Rows per pseudo-query when a pointwise scorer predicts: it has no list context.
-_PREDICT_CHUNK = 1024
-
 #: Rows per prediction block (whole queries; a longer query is a block of its own): the
 #: float32 copy of a block is what predict adds to memory (about 36 MB for 136 features).
 _PREDICT_DOCUMENTS = 1 << 16
@@ -329,12 +326,13 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         extras = {name: np.asarray(values) for name, values in extras.items()}
         scores = np.empty(X.shape[0], dtype=np.float64)
         if not self._list_context:
-            # A pointwise scorer has no list context: any partition of the rows scores the same.
+            # A pointwise scorer has no list context: any partition of the rows scores the same, and
+            # a block as one list is scored from views of its rows (no padding, gather or re-sorting).
             for start in range(0, X.shape[0], _PREDICT_DOCUMENTS):
                 rows = slice(start, start + _PREDICT_DOCUMENTS)
-                chunks = QueryGroups(np.arange(X[rows].shape[0]) // _PREDICT_CHUNK)
+                one_list = QueryGroups(np.zeros(X[rows].shape[0], dtype=np.int64))
                 block = {name: values[rows] for name, values in extras.items()}
-                scores[rows] = chunks.unsort(self._score_rows(chunks, X[rows], **block))
+                scores[rows] = one_list.unsort(self._score_rows(one_list, X[rows], **block))
             return scores
         query_groups = resolve_groups(groups, X.shape[0], method="predict")
         for rows in query_blocks(query_groups, _PREDICT_DOCUMENTS):

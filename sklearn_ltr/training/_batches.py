@@ -49,6 +49,8 @@ class QueryDataset(torch.utils.data.Dataset):
         ``query_weights`` holds one weight per query, in the order of ``query_groups.ids``.
         """
         order = query_groups.order
+        if len(order) and order[0] == 0 and (np.diff(order) == 1).all():
+            order = slice(None)  # rows already sorted by query (e.g. a pointwise scorer's chunks): no copy
         rows = {"X": torch.as_tensor(np.ascontiguousarray(X[order]), dtype=torch.float32)}
         for name, values in extras.items():
             rows[name] = torch.as_tensor(np.ascontiguousarray(values[order]), dtype=torch.float32)
@@ -58,6 +60,13 @@ class QueryDataset(torch.utils.data.Dataset):
 
     def __len__(self):
         return self.sizes.shape[0]
+
+    @property
+    def cpu_offsets(self):
+        """``offsets`` on the host (cached): batch planning reads them without a device round trip."""
+        if getattr(self, "_cpu_offsets", None) is None:
+            self._cpu_offsets = self.offsets.cpu()
+        return self._cpu_offsets
 
     @property
     def n_rows(self):
@@ -173,6 +182,9 @@ class QueryBatches:
 
     def collate(self, queries):
         """Gather ``queries`` into padded tensors; returns ``(inputs, labels, rows)``."""
+        contiguous = None if self.shuffle else self._contiguous(queries)  # training batches stay copies
+        if contiguous is not None:
+            return contiguous
         dataset = self.dataset
         device = dataset.offsets.device
         queries = queries.to(device)
@@ -190,6 +202,31 @@ class QueryBatches:
             inputs["weights"] = dataset.query_weights[queries].to(self.device)
         labels = None if dataset.labels is None else self._gather(dataset.labels, rows, mask)
         return inputs, labels, torch.where(mask, rows, -1)
+
+    def _contiguous(self, queries):
+        """The batch as views of the flat tensors when its lists are consecutive and of one length, else None.
+
+        Such a batch needs no padding, no gather and no copy on the device holding the data:
+        prediction's batches of equal-length lists (a pointwise scorer's chunks) take this path.
+        Modules read their inputs and never write them (none of :mod:`sklearn_ltr.nn` does).
+        """
+        queries = queries.cpu()
+        offsets = self.dataset.cpu_offsets
+        starts, ends = offsets[queries], offsets[queries + 1]
+        n, length = len(queries), int(ends[0] - starts[0])
+        if (n == 0 or (self.max_list_length is not None and length > self.max_list_length)
+                or not bool(((ends - starts) == length).all()) or not bool((starts[1:] == ends[:-1]).all())):
+            return None
+        start, stop = int(starts[0]), int(ends[-1])
+        device = self.dataset.offsets.device
+        view = {name: values[start:stop].view(n, length, *values.shape[1:]).to(self.device, non_blocking=True)
+                for name, values in self.dataset.rows.items()}
+        view["mask"] = torch.ones(n, length, dtype=torch.bool, device=self.device)
+        if self.dataset.query_weights is not None:
+            view["weights"] = self.dataset.query_weights[queries.to(device)].to(self.device)
+        labels = None if self.dataset.labels is None else self.dataset.labels[start:stop].view(n, length).to(
+            self.device, non_blocking=True)
+        return view, labels, torch.arange(start, stop, device=device).view(n, length)
 
     def _gather(self, values, rows, mask):
         gathered = values[rows]
