@@ -46,12 +46,15 @@ def query_blocks(query_groups, documents):
     return [order[lo:hi] for lo, hi in itertools.pairwise(bounds) if hi > lo]
 
 
-def padded_batches(sizes, documents, max_queries=None):
+def padded_batches(sizes, documents, max_queries=None, max_padding=None):
     """Query numbers of each batch: queries by length, each batch padding to at most ``documents`` slots.
 
-    A batch pads its lists to its longest, so sorting by length keeps padding small. A
-    run ``[i, j)`` of the sorted queries pads to ``(j - i) * sizes[j - 1]`` slots, which
-    grows with ``j``: each batch is the longest run that fits, found by binary search.
+    A batch pads its lists to its longest, so sorting by length keeps padding small. Walking
+    the queries from the shortest, a batch takes the next query while it still fits: at most
+    ``documents`` padded slots (a list longer than that is a batch of its own), at most
+    ``max_queries`` lists, and at most a ``max_padding`` share of padded slots (a long list
+    joining many short ones would otherwise pad them all to its length: with attention the
+    cost of a list grows with the square of its padded length).
 
     Parameters
     ----------
@@ -61,6 +64,8 @@ def padded_batches(sizes, documents, max_queries=None):
         Padded slots per batch (a longer list is a batch of its own).
     max_queries : int, default=None
         At most this many lists per batch.
+    max_padding : float, default=None
+        At most this share of a batch's slots may be padding (``None``: no limit).
 
     Returns
     -------
@@ -71,23 +76,25 @@ def padded_batches(sizes, documents, max_queries=None):
     --------
     >>> [b.tolist() for b in padded_batches([3, 1, 2, 5], documents=6)]  # 2 x 2 slots, 1 x 3, 1 x 5
     [[1, 2], [0], [3]]
+    >>> [b.tolist() for b in padded_batches([1, 1, 8, 8], documents=100, max_padding=0.25)]
+    [[0, 1], [2, 3]]
     """
     sizes = np.asarray(sizes)
     order = np.argsort(sizes, kind="stable")
-    sorted_sizes = sizes[order]
+    sorted_sizes = sizes[order].tolist()
     limit = len(order) if max_queries is None else int(max_queries)
-    batches, start, n = [], 0, len(order)
-    while start < n:
-        low, high = start + 1, min(n, start + limit)  # the run [start, low) always fits
-        while low < high:
-            middle = (low + high + 1) // 2
-            if (middle - start) * int(sorted_sizes[middle - 1]) <= documents:
-                low = middle
-            else:
-                high = middle - 1
-        batches.append(order[start:low])
-        start = low
-    return batches
+    bounds, start, real = [0], 0, 0
+    for end, size in enumerate(sorted_sizes):
+        count = end - start + 1  # the batch [start, end] with this query; its longest list is `size`
+        fits = count <= limit and count * size <= documents
+        if fits and max_padding is not None:
+            fits = real + size >= (1.0 - max_padding) * count * size
+        if end > start and not fits:
+            bounds.append(end)
+            start, real = end, 0
+        real += size
+    bounds.append(len(order))
+    return [order[lo:hi] for lo, hi in itertools.pairwise(bounds)]
 
 
 def check_finite_scores(scores, owner):

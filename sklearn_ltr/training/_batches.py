@@ -135,11 +135,13 @@ class QueryBatches:
         holding as many lists of similar length as fit in ``documents`` padded slots (at
         least one list). Prediction uses it so that its batches fill the device whatever
         the training ``batch_size``.
+    max_padding : float, default=None
+        With ``documents``: at most this share of a batch's slots may be padding.
     """
 
     def __init__(
         self, dataset, batch_size, *, shuffle=False, max_list_length=None, generator=None, device="cpu",
-        pool_batches=50, documents=None,
+        pool_batches=50, documents=None, max_padding=None,
     ):
         self.dataset = dataset
         self.batch_size = batch_size
@@ -149,6 +151,7 @@ class QueryBatches:
         self.device = device
         self.pool_batches = pool_batches
         self.documents = documents
+        self.max_padding = max_padding
 
     def __len__(self):
         if self.documents is not None and not self.shuffle:
@@ -160,7 +163,8 @@ class QueryBatches:
         if not self.shuffle:
             order = torch.argsort(sizes, stable=True)
             if self.documents is not None:
-                return [torch.as_tensor(b) for b in padded_batches(sizes.numpy(), self.documents)]
+                batches = padded_batches(sizes.numpy(), self.documents, max_padding=self.max_padding)
+                return [torch.as_tensor(b) for b in batches]
             return list(torch.split(order, self.batch_size))
         order = torch.randperm(len(sizes), generator=self.generator)
         batches = []

@@ -33,7 +33,10 @@ from sklearn_ltr.training._device import is_cuda
 from sklearn_ltr.training._precision import check_precision, training_autocast
 from sklearn_ltr.training._state import inference_net, inference_state, is_inference_state, restore_inference_net
 
-__all__ = ["QuerySplit", "RankingLoss", "RankingNet", "build_dataset"]
+__all__ = ["PREDICTION_MAX_PADDING", "QuerySplit", "RankingLoss", "RankingNet", "build_dataset"]
+
+#: Share of a prediction batch's slots that may be padding.
+PREDICTION_MAX_PADDING = 0.25
 
 
 class RankingLoss(torch.nn.Module):
@@ -224,6 +227,15 @@ class RankingNet(NeuralNet):
             )
         return self
 
+    def prediction_batches(self, dataset, *, documents=None):
+        """The batches :meth:`score_rows` runs: lists of similar length, at most ``documents`` padded slots.
+
+        At most :data:`PREDICTION_MAX_PADDING` of a batch's slots are padding: a long list
+        does not pad many short ones to its length (attention costs the square of it).
+        """
+        return QueryBatches(dataset.to(self.device), 1, device=self.device,
+                            documents=documents or self.prediction_documents, max_padding=PREDICTION_MAX_PADDING)
+
     def score_rows(self, dataset, *, documents=None):
         """Score every row of ``dataset`` (whole lists) in float32; float64 scores in the dataset's row order.
 
@@ -234,7 +246,7 @@ class RankingNet(NeuralNet):
         """
         self.check_is_fitted()
         dataset = dataset.to(self.device)
-        batches = QueryBatches(dataset, 1, device=self.device, documents=documents or self.prediction_documents)
+        batches = self.prediction_batches(dataset, documents=documents)
         # NaN until scored: a row that no batch reached cannot pass for a score.
         scores = torch.full((dataset.n_rows,), float("nan"), dtype=torch.float32, device=self.device)
         training = self.module_.training
