@@ -268,6 +268,47 @@ def test_lambdamart_splits_decide_as_lightgbm_at_thresholds():
     assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= 1e-6
 
 
+def _split_thresholds(booster):
+    """``(feature, threshold)`` of every numerical split of a LightGBM model, from ``dump_model()``."""
+    splits = []
+
+    def walk(node):
+        if "split_feature" in node:
+            splits.append((node["split_feature"], float(node["threshold"])))
+            walk(node["left_child"])
+            walk(node["right_child"])
+
+    for tree in booster.dump_model()["tree_info"]:
+        walk(tree["tree_structure"])
+    return splits
+
+
+def test_lambdamart_rows_exactly_on_every_threshold_go_as_in_lightgbm():
+    # Integer features with zeros: LightGBM's thresholds fall one float64 ulp above a midpoint
+    # (k + 0.5) or at its zero threshold (1e-35 as a float32, a value a float32 row can take).
+    # Rows go on each threshold's nearest float32 and on the float32 values either side: on
+    # the zero threshold exactly, a `<` for LightGBM's `<=` sends the row the other way.
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 12, size=(3000, 3)).astype(np.float32)
+    y = (X[:, 0] > 5).astype(int) + (X[:, 1] % 3 == 0) + (X[:, 2] > 8)
+    qid = np.repeat(np.arange(150), 20)
+    ranker = LambdaMARTRanker(n_estimators=40, num_leaves=15, min_child_samples=5, random_state=0, n_jobs=1)
+    ranker.fit(X, y, groups=qid)
+    splits = sorted(set(_split_thresholds(ranker.booster_)))
+    assert len(splits) >= 5
+    rows = []
+    for feature, threshold in splits:
+        on = np.float32(threshold)
+        for value in (on, np.nextafter(on, np.float32(-np.inf)), np.nextafter(on, np.float32(np.inf))):
+            row = X[rng.integers(len(X))].copy()
+            row[feature] = value
+            rows.append(row)
+    rows = np.array(rows, dtype=np.float32)
+    on_threshold = np.array([np.float32(t) == t for _, t in splits])
+    assert on_threshold.any()  # rows exactly on a threshold, not only near one
+    np.testing.assert_allclose(OnnxScorer(to_onnx(ranker)).predict(rows), ranker.predict(rows), rtol=0, atol=1e-6)
+
+
 def test_lambdamart_missing_values_as_lightgbm():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2000, 3))
