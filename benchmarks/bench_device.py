@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -128,6 +129,7 @@ def main(argv=None):
     parser.add_argument("--mq2008", default=None, help="folder of MQ2008 (Fold1/train.txt, Fold1/test.txt)")
     parser.add_argument("--quick", action="store_true", help="CI-sized: 150 queries, small models, 2 epochs")
     parser.add_argument("--out", default=None)
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     models = {name: MODELS[name] for name in args.models.split(",")}
     if args.quick:
@@ -165,7 +167,7 @@ def main(argv=None):
     text = (f"# Neural rankers on {args.device}\n\n{device_name}, torch {torch.__version__}, "
             f"{torch.get_num_threads()} threads, load {load:.2f} at the end; {len(X):,} MSLR-shaped documents "
             f"({args.queries} queries), {args.epochs} epochs.\n\n`python benchmarks/bench_device.py "
-            f"{' '.join(argv or [])}`\n\n{header}\n|{'---|' * 11}\n" + "\n".join(rows) + "\n")
+            f"{' '.join(argv)}`\n\n{header}\n|{'---|' * 11}\n" + "\n".join(rows) + "\n")
     out = Path(args.out or Path(__file__).parent / "results" / f"device_{torch.device(args.device).type}.md")
     out.write_text(text)
     print(f"\nwrote {out}")
