@@ -14,16 +14,13 @@ Positions and scores files hold one number per line (``#`` comments and blank li
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import os
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.datasets import FILE_FORMATS, detect_file_format, read_ranking_file
+from sklearn_ltr.datasets import FILE_FORMATS, data_lines, detect_file_format, read_ranking_file
 from sklearn_ltr.utils._system import physical_memory
 
 __all__ = [
@@ -186,23 +183,13 @@ def _short(text, limit=30):
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-#: Compressed positions and scores files, read decompressed by their file name suffix.
-_OPENERS = {".gz": ("gzip", gzip.open), ".bz2": ("bzip2", bz2.open)}
-
-
 def _number_lines(path, what):
     """``(line_number, fields)`` of the non-blank, non-comment lines of a positions or scores file."""
-    kind, opener = _OPENERS.get(os.path.splitext(path)[1].lower(), (None, open))
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            for number, line in enumerate(f, 1):
-                fields = line.split("#", 1)[0].split()
-                if fields:
-                    yield number, fields
-    except (OSError, EOFError, zlib.error) as err:
-        if kind is not None and not (isinstance(err, OSError) and err.errno is not None):
-            raise CLIError(f"cannot read {what} {path!r}: it does not decompress as {kind} data, as its name "
-                           f"says ({type(err).__name__}: {err}).") from err
+        yield from data_lines(path)
+    except ValueError as err:  # a .gz/.bz2 file that does not decompress: the reader's message
+        raise CLIError(f"cannot read {what} {path!r}: {err}") from err
+    except OSError as err:
         raise input_error(path, err, what) from err
 
 

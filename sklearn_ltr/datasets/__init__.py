@@ -24,6 +24,7 @@ from sklearn_ltr.datasets._formats import (
     load_svmlight_ranking,
 )
 from sklearn_ltr.datasets._synthetic import make_ranking
+from sklearn_ltr.datasets._text_lines import data_lines
 
 #: Mapping: the registry of file formats, a read-only view of name -> :class:`FileFormat`
 #: (``"svmlight"``, ``"lightgbm"``); :func:`read_ranking_file` and the command line read it.
@@ -33,6 +34,7 @@ __all__ = [
     "FILE_FORMATS",
     "FileFormat",
     "click_probability",
+    "data_lines",
     "detect_file_format",
     "dump_lightgbm_ranking",
     "dump_svmlight_ranking",

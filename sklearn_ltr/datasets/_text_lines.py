@@ -60,8 +60,29 @@ def decompression_error(path, err):
 def data_lines(path):
     """``(line_number, fields)`` of the lines of ``path`` that hold data (``#`` comments and blank lines skipped).
 
-    A ``.gz``/``.bz2`` file that does not decompress raises the ValueError of
-    :func:`decompression_error`; other I/O errors (``OSError``) propagate.
+    A ``.gz``/``.bz2`` file (by its suffix) is read decompressed; one that does not
+    decompress raises a ``ValueError`` that says so; other I/O errors (``OSError``) propagate.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A text file of whitespace-separated fields, optionally gzip- or bzip2-compressed.
+
+    Yields
+    ------
+    number : int
+        1-based line number.
+    fields : list of str
+        The line's fields before any ``#``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn_ltr.datasets import data_lines
+    >>> path = os.path.join(tempfile.mkdtemp(), "positions.txt")
+    >>> _ = open(path, "w").write("# display positions\\n1\\n\\n2  # second row\\n")
+    >>> list(data_lines(path))
+    [(2, ['1']), (4, ['2'])]
     """
     opener = {"gzip": gzip.open, "bzip2": bz2.open}.get(compression(path), open)
     try:
