@@ -291,3 +291,12 @@ def test_package_layers_hold():
     result = subprocess.run([str(lint)], cwd=PACKAGE.parent, capture_output=True, text=True,
                             env={**__import__("os").environ, "PYTHONPATH": str(PACKAGE.parent)})
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_verbose_table_shows_the_epoch_that_stopped_training(data, capsys):
+    X, y, qid = data
+    ranker = RankNetRanker(hidden_sizes=(8,), max_epochs=40, early_stopping=True, n_iter_no_change=2, lr=0.05,
+                           random_state=0, verbose=1).fit(X, y, qid)
+    assert len(ranker.history_) < 40  # early stopping fired
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
+    assert rows == [str(epoch) for epoch in range(1, len(ranker.history_) + 1)]

@@ -25,7 +25,7 @@ import contextlib
 import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import EarlyStopping
+from skorch.callbacks import EarlyStopping, PrintLog
 
 from sklearn_ltr.exceptions import NonFiniteLossError
 from sklearn_ltr.training._batches import QueryBatches, QueryDataset
@@ -182,6 +182,26 @@ class RankingNet(NeuralNet):
         if self.checks_batch_loss:
             self.check_finite_loss(step["loss"].detach(), "validation")
         return step
+
+    def notify(self, method_name, **cb_kwargs):
+        """skorch's notify, except that the epoch's log row still prints when a callback stops training.
+
+        skorch runs ``PrintLog`` last, and ``EarlyStopping`` stops by raising at the end of an
+        epoch: without this, ``verbose=1`` would leave the last epoch (the one in ``history_``
+        that decided to stop) out of the table.
+        """
+        if method_name != "on_epoch_end":
+            return super().notify(method_name, **cb_kwargs)
+        getattr(self, method_name)(self, **cb_kwargs)
+        for position, (_, callback) in enumerate(self.callbacks_):
+            try:
+                callback.on_epoch_end(self, **cb_kwargs)
+            except KeyboardInterrupt:
+                for _, later in self.callbacks_[position + 1:]:
+                    if isinstance(later, PrintLog):
+                        later.on_epoch_end(self, **cb_kwargs)
+                raise
+        return None
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         # skorch swallows KeyboardInterrupt in partial_fit, and its EarlyStopping raises one to
