@@ -111,7 +111,7 @@ def _broadcast_int(value):
 def _all_reduce(tensor):
     """Sum of ``tensor`` over every process (moved to the backend's device and back); not differentiable."""
     device = tensor.device
-    if dist.get_backend() == "nccl" and device.type != "cuda":
+    if dist.get_backend() == "nccl" and not is_cuda(device):
         tensor = tensor.cuda()
     dist.all_reduce(tensor)
     return tensor.to(device)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import torch
 
+from sklearn_ltr.training._device import is_cuda
 from sklearn_ltr.utils._system import available_host_memory
 
 __all__ = ["MEMORY_FRACTION", "available_memory", "batch_bytes", "check_training_memory", "memory_terms",
@@ -43,7 +44,7 @@ def available_memory(device):
     index). CPU: the host's available memory (:func:`sklearn_ltr.utils._system.available_host_memory`).
     """
     device = torch.device(device)
-    if device.type == "cuda":
+    if is_cuda(device):
         index = torch.cuda.current_device() if device.index is None else device.index
         free, _ = torch.cuda.mem_get_info(index)
         return int(free)
