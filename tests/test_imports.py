@@ -39,3 +39,20 @@ def test_lazy_names_behave_like_attributes():
     assert sklearn_ltr.RankNetRanker is rankers.RankNetRanker
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchRanker'"):
         sklearn_ltr.NoSuchRanker  # noqa: B018
+
+
+def test_command_line_help_loads_no_torch_skorch_or_lightgbm():
+    """``sklearn-ltr --help`` and each command's help parse arguments only: no training stack."""
+    code = """
+import contextlib, io
+from sklearn_ltr.cli import main
+for argv in (["--help"], ["train", "--help"], ["predict", "--help"], ["evaluate", "--help"], ["demo", "--help"]):
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+"""
+    script = f"import sys\n{code}\nprint(' '.join(m for m in ('torch', 'skorch', 'lightgbm') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == []

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import sys
 
-from skorch.callbacks import Callback
 from tqdm import tqdm
 
-__all__ = ["BoostingBar", "EpochBar", "bar", "progress_wanted"]
+__all__ = ["EPOCH_COLUMNS", "BoostingBar", "bar", "progress_wanted"]  # and EpochBar, on first use
 
 #: History columns shown beside an epoch bar, in this order, when present.
-_EPOCH_COLUMNS = {"train_loss": "loss", "vali_ndcg@10": "vali NDCG@10", "valid_ndcg@10": "valid NDCG@10"}
+EPOCH_COLUMNS = {"train_loss": "loss", "vali_ndcg@10": "vali NDCG@10", "valid_ndcg@10": "valid NDCG@10"}
+
+
+def __getattr__(name):
+    # EpochBar is a skorch callback: it loads skorch (and torch) on first use only, so that
+    # commands that train no neural model (``--help`` among them) load neither.
+    if name == "EpochBar":
+        from sklearn_ltr.cli._epoch_bar import EpochBar
+
+        globals()["EpochBar"] = EpochBar
+        return EpochBar
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def progress_wanted(flag):
@@ -30,35 +40,6 @@ def bar(*, total=None, desc=None, enabled=True, leave=True, unit="it"):
     """A tqdm bar on standard error; a no-op object when ``enabled`` is false."""
     return tqdm(total=total, desc=desc, disable=not enabled, leave=leave, unit=unit, file=sys.stderr,
                 dynamic_ncols=True)
-
-
-class EpochBar(Callback):
-    """skorch callback: a bar over ``max_epochs`` with one tick per epoch (closed when training ends).
-
-    Parameters
-    ----------
-    desc : str, default=None
-        Text before the bar.
-    leave : bool, default=False
-        Keep the finished bar on screen.
-    """
-
-    def __init__(self, desc=None, leave=False):
-        self.desc = desc
-        self.leave = leave
-
-    def on_train_begin(self, net, **kwargs):
-        self.bar_ = bar(total=net.max_epochs, desc=self.desc, leave=self.leave, unit="epoch")
-
-    def on_epoch_end(self, net, **kwargs):
-        row = net.history[-1]
-        self.bar_.set_postfix({label: f"{row[key]:.4f}" for key, label in _EPOCH_COLUMNS.items() if key in row},
-                              refresh=False)
-        self.bar_.update()
-
-    def on_train_end(self, net, **kwargs):
-        self.bar_.close()
-        self.bar_ = None  # a saved model keeps no open bar
 
 
 class BoostingBar:

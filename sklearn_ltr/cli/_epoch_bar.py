@@ -1,0 +1,38 @@
+"""The epoch progress bar of a neural ranker: a skorch callback (loaded only when one trains)."""
+
+from __future__ import annotations
+
+from skorch.callbacks import Callback
+
+from sklearn_ltr.cli._progress import EPOCH_COLUMNS, bar
+
+__all__ = ["EpochBar"]
+
+
+class EpochBar(Callback):
+    """skorch callback: a bar over ``max_epochs`` with one tick per epoch (closed when training ends).
+
+    Parameters
+    ----------
+    desc : str, default=None
+        Text before the bar.
+    leave : bool, default=False
+        Keep the finished bar on screen.
+    """
+
+    def __init__(self, desc=None, leave=False):
+        self.desc = desc
+        self.leave = leave
+
+    def on_train_begin(self, net, **kwargs):
+        self.bar_ = bar(total=net.max_epochs, desc=self.desc, leave=self.leave, unit="epoch")
+
+    def on_epoch_end(self, net, **kwargs):
+        row = net.history[-1]
+        self.bar_.set_postfix({label: f"{row[key]:.4f}" for key, label in EPOCH_COLUMNS.items() if key in row},
+                              refresh=False)
+        self.bar_.update()
+
+    def on_train_end(self, net, **kwargs):
+        self.bar_.close()
+        self.bar_ = None  # a saved model keeps no open bar
