@@ -27,6 +27,7 @@ from sklearn_ltr.cli._model_files import load_model, save_model
 from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model, settable_params
 from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output, write_scores
 from sklearn_ltr.cli._params import parse_params
+from sklearn_ltr.cli._query_input import file_features, model_input, reads_query_column
 
 __all__ = ["evaluate", "predict", "train"]
 
@@ -93,7 +94,8 @@ def train(args):
 def _scores(model, data, model_path):
     """The model's finite scores of ``data``; the estimator's errors (see ``ESTIMATOR_ERRORS``) are user errors."""
     with estimator_errors(f"scoring {data.path!r} with model {model_path!r}"):
-        scores = np.asarray(model.estimator.predict(data.X, groups=data.groups), dtype=np.float64)
+        X, kwargs = model_input(model.estimator, data.X, data.groups, model_name=f"model {model_path!r}")
+        scores = np.asarray(model.estimator.predict(X, **kwargs), dtype=np.float64)
     if scores.shape != data.y.shape:
         raise CLIError(f"model {model_path!r} returned {scores.size:,} scores for the {len(data.y):,} rows of "
                        f"{data.path!r}; is the model file damaged?")
@@ -106,8 +108,9 @@ def _scores(model, data, model_path):
 
 
 def _read_for_model(path, fmt, model, model_path, *, require_groups):
-    data = read_ranking(path, fmt, require_groups=require_groups or model.list_context)
-    return align_features(data, model.n_features, model_name=f"model {model_path!r}")
+    reads_ids = reads_query_column(model.estimator)
+    data = read_ranking(path, fmt, require_groups=require_groups or model.list_context or reads_ids)
+    return align_features(data, file_features(model.estimator, model.n_features), model_name=f"model {model_path!r}")
 
 
 def predict(args):
