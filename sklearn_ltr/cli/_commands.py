@@ -22,7 +22,7 @@ from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._clicks import click_log
 from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._metrics import parse_metrics
+from sklearn_ltr.cli._metrics import empty_queries, empty_query_note, parse_metrics
 from sklearn_ltr.cli._model_files import load_model, save_model
 from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model, settable_params
 from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output, write_scores
@@ -141,20 +141,24 @@ def evaluate(args):
     values = {}
     for metric in metrics:
         try:  # the metrics validate the labels (finite, non-negative, ...): their ValueError is a user error
-            values[metric] = metric(data.y, scores, data.groups)
+            values[metric] = metric(data.y, scores, data.groups, empty=args.empty_queries)
         except ValueError as err:
             raise CLIError(f"cannot compute {metric.label} on --data {args.data!r}: {err}") from err
         if not np.isfinite(values[metric]):
             raise CLIError(f"{metric.label} on --data {args.data!r} is {values[metric]} (labels up to "
                            f"{data.y.max():g}: too large for the gain 2**label - 1?).")
+    n_empty = int(empty_queries(data.y, data.groups).sum())
     if args.json:
         print(json.dumps({"data": args.data, "model": args.model, "scores": args.scores, "rows": len(data.y),
-                          "queries": data.n_queries, "metrics": {m.key: v for m, v in values.items()}}, indent=2,
-                         allow_nan=False))
+                          "queries": data.n_queries, "empty_queries": n_empty, "empty_query_rule": args.empty_queries,
+                          "metrics": {m.key: v for m, v in values.items()}}, indent=2, allow_nan=False))
         return 0
     print(f"{data.describe()}; {source}")
     width = max(len("metric"), *(len(m.label) for m in values))
     print(f"{'metric':<{width}}  {'value':>8}")
     for metric, value in values.items():
         print(f"{metric.label:<{width}}  {value:>8.4f}")
+    note = empty_query_note(list(values), n_empty, data.n_queries, args.empty_queries)
+    if note:
+        print(f"* {note}")
     return 0

@@ -10,6 +10,7 @@ import warnings
 
 from sklearn_ltr.cli._data_files import FORMATS
 from sklearn_ltr.cli._errors import CLIError
+from sklearn_ltr.cli._metrics import EMPTY_QUERY_RULES
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 
 __all__ = ["build_parser", "main"]
@@ -198,6 +199,9 @@ def build_parser():
     evaluate.add_argument("--data", required=True, metavar="FILE", help="labelled data file")
     evaluate.add_argument("--metrics", default="ndcg@1,ndcg@5,ndcg@10,map@10", metavar="LIST",
                           help="comma-separated metrics (default ndcg@1,ndcg@5,ndcg@10,map@10)")
+    evaluate.add_argument("--empty-queries", choices=list(EMPTY_QUERY_RULES), default="default",
+                          help="queries with no relevant document: each metric's convention (default: 1 in NDCG and "
+                               "MAP, 0 in the others), 0 in every metric, or left out (drop)")
     evaluate.add_argument("--json", action="store_true", help="print the results as JSON")
     _add_common(evaluate)
     return parser

@@ -4,17 +4,53 @@ Each entry is a metric of :data:`sklearn_ltr.metrics.METRICS` with per-query val
 as :func:`sklearn_ltr.metrics.parse_metric` reads it (``ndcg[@k]``, ``dcg[@k]``, ``map[@k]``,
 ``precision@k`` or ``p@k``, ``mrr[@k]``, ``err[@k]``, or a registered metric), case-insensitive.
 Every value is the mean over queries with the library's defaults: exponential gain, and a
-query without a relevant document scores 1 in NDCG and MAP (LightGBM's convention).
+query without a relevant document (an *empty* query) scores 1 in NDCG and MAP (LightGBM's
+convention) and 0 in the other metrics. ``--empty-queries zero`` counts empty queries as 0 in
+every metric, ``drop`` leaves them out of every mean; the output says how many there are.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.metrics import Metric, parse_metric
 
-__all__ = ["EvaluatedMetric", "parse_metrics"]
+__all__ = ["EMPTY_QUERY_RULES", "EvaluatedMetric", "empty_queries", "empty_query_note", "parse_metrics"]
+
+#: ``--empty-queries`` choices: how a query without a relevant document counts in a mean.
+EMPTY_QUERY_RULES = {
+    "default": "each metric's own convention",
+    "zero": "counted as 0 in every metric",
+    "drop": "left out of every metric",
+}
+
+
+def empty_queries(y_true, groups):
+    """Boolean mask, one entry per query in sorted query-id order: True where no label is above 0."""
+    _, codes = np.unique(groups, return_inverse=True)
+    return np.bincount(codes, weights=(np.asarray(y_true) > 0).astype(np.float64)) == 0
+
+
+def empty_query_note(metrics, n_empty, n_queries, rule):
+    """The footnote of ``evaluate``'s table: how many queries are empty, and how each metric counted them."""
+    if n_empty == 0:
+        return None
+    head = f"{n_empty:,} of {n_queries:,} queries have no relevant document (label > 0)"
+    if rule == "zero":
+        return f"{head}: counted as 0 in every metric (--empty-queries zero)."
+    if rule == "drop":
+        return f"{head}: left out of every metric (--empty-queries drop)."
+    ones = [m.label for m in metrics if (m.metric.empty_value or 0) == 1]
+    zeros = [m.label for m in metrics if (m.metric.empty_value or 0) != 1]
+    parts = []
+    if ones:
+        parts.append(f"{', '.join(ones)} count them as 1 (LightGBM's convention)")
+    if zeros:
+        parts.append(f"{', '.join(zeros)} as 0")
+    return f"{head}: {' and '.join(parts)}; --empty-queries zero or drop treats every metric alike."
 
 
 @dataclass(frozen=True)
@@ -34,9 +70,20 @@ class EvaluatedMetric:
         """Display name, e.g. ``NDCG@10``."""
         return self.metric.label if self.k is None else f"{self.metric.label}@{self.k}"
 
-    def __call__(self, y_true, y_score, groups):
+    def __call__(self, y_true, y_score, groups, *, empty="default"):
+        """The mean over queries; ``empty`` is a rule of :data:`EMPTY_QUERY_RULES`."""
         cutoff = {"k": self.k} if self.metric.takes_k else {}
-        return float(self.metric.score(y_true, y_score, groups, **cutoff))
+        if empty == "default":
+            return float(self.metric.score(y_true, y_score, groups, **cutoff))
+        values = np.asarray(self.metric.per_query(y_true, y_score, groups, **cutoff), dtype=np.float64)
+        is_empty = empty_queries(y_true, groups)
+        if empty == "zero":
+            values = np.where(is_empty, 0.0, values)
+        else:
+            values = values[~is_empty]
+            if values.size == 0:
+                raise ValueError("every query is empty (no label above 0): --empty-queries drop leaves none")
+        return float(np.mean(values))
 
 
 def parse_metrics(text):
