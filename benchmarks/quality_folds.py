@@ -91,27 +91,13 @@ def cell_key(dataset, fold, model, config, seed):
 
 def _vali_callbacks(vali, patience):
     """Early stopping of a neural ranker on the fold's ``vali`` NDCG@10 (best epoch restored)."""
-    from skorch.callbacks import Callback, EarlyStopping
+    from skorch.callbacks import EarlyStopping
 
-    from sklearn_ltr._groups import QueryGroups
-    from sklearn_ltr.metrics import ndcg_score
-    from sklearn_ltr.training._net import build_dataset
-
-    class ValiNDCG(Callback):
-        def __init__(self, X, y, groups):
-            self.X, self.y, self.groups = X, y, groups
-
-        def on_train_begin(self, net, **kwargs):
-            self.query_groups = QueryGroups(self.groups)
-            self.dataset = build_dataset(self.query_groups, self.X)
-
-        def on_epoch_end(self, net, **kwargs):
-            scores = self.query_groups.unsort(net.score_rows(self.dataset))
-            net.history.record("vali_ndcg@10", ndcg_score(self.y, scores, self.groups, k=10))
-            net.module_.train()
+    from sklearn_ltr.training import ValidationNDCG
 
     stop = EarlyStopping(monitor="vali_ndcg@10", lower_is_better=False, patience=patience, load_best=True)
-    return [("vali_ndcg", ValiNDCG(*vali)), ("early_stopping", stop)]
+    X, y, groups = vali
+    return [("vali_ndcg", ValidationNDCG(10, X=X, y=y, groups=groups, name="vali_ndcg@10")), ("early_stopping", stop)]
 
 
 def make_factory(model, config, seed, settings, members=None):
