@@ -89,14 +89,19 @@ NAMES = {"lm": "lm.scores", "rn": "rn.scores", "noise": "noise", "oracle": "orac
 
 
 def test_json_numbers_equal_compare_rankings(capsys, systems):
-    status, out, err = run(capsys, *compare_args(systems, "--json", "--baseline", "rn"))
+    expected = expected_tables(systems, NAMES, "rn")
+    # The oracle beats the RankNet baseline, and the correction is not a no-op: an alpha between its raw
+    # and its corrected p-value tells which one decides significance.
+    oracle = expected["ndcg@10"]["oracle"]
+    assert oracle.mean_difference > 0 and oracle.t_pvalue_adjusted > oracle.t_pvalue
+    alpha = (oracle.t_pvalue + oracle.t_pvalue_adjusted) / 2
+    status, out, err = run(capsys, *compare_args(systems, "--json", "--baseline", "rn", "--alpha", repr(alpha)))
     assert status == 0, err
     report = json.loads(out)
-    assert report["baseline"] == "rn"
+    assert report["baseline"] == "rn" and report["alpha"] == alpha
     assert [s["name"] for s in report["systems"]] == ["lm", "rn", "noise", "oracle"]
     assert [s["source"] for s in report["systems"]] == ["model", "model", "scores", "scores"]
     assert report["correction"] == "holm" and report["resamples"] == RESAMPLES
-    expected = expected_tables(systems, NAMES, "rn")
     assert list(report["metrics"]) == list(expected)
     for key, table in expected.items():
         got = report["metrics"][key]
@@ -105,11 +110,9 @@ def test_json_numbers_equal_compare_rankings(capsys, systems):
         for row, result in zip(got["comparisons"], table, strict=True):
             for field in FIELDS:
                 assert row[field] == getattr(result, field), (key, result.system, field)
-            assert row["significant"] == {"t-test": result.t_pvalue_adjusted < 0.05,
-                                          "randomization": result.randomization_pvalue_adjusted < 0.05}
-    # The oracle beats the RankNet baseline, and the correction is not a no-op.
-    oracle = expected["ndcg@10"]["oracle"]
-    assert oracle.mean_difference > 0 and oracle.t_pvalue_adjusted > oracle.t_pvalue
+            assert row["significant"] == {"t-test": result.t_pvalue_adjusted < alpha,
+                                          "randomization": result.randomization_pvalue_adjusted < alpha}
+    assert report["metrics"]["ndcg@10"]["comparisons"][2]["significant"]["t-test"] is False
 
 
 def _numbers(line):
