@@ -17,6 +17,10 @@ Commands (``sklearn-ltr COMMAND --help`` lists every option):
     One score per row of ``FILE``, in file order (``--out -``: standard output).
 ``evaluate (--model MODEL | --scores FILE) --data FILE [--metrics ndcg@10,map@10,...] [--json]``
     Ranking metrics over the queries of a labelled file.
+``compare --data FILE (--model MODEL | --scores FILE) ... [--baseline NAME] [--metrics LIST] [--json] [--report HTML]``
+    Paired significance tests (t-test, randomization test, bootstrap interval, Holm or
+    Bonferroni correction) of two or more models or scores files against a baseline, and an
+    offline HTML report with per-query difference plots.
 
 User errors (missing or malformed files, unknown parameters, rejected values, feature
 mismatches, an output that names an input) print one ``sklearn-ltr: error: ...`` line and
@@ -26,7 +30,7 @@ load model files only from sources you trust (a ``.skops`` file loads only sklea
 types).
 
 The modules: ``_main`` (parser, :func:`main`), ``_commands`` (train, predict, evaluate),
-``_demo``, ``_models`` (the rankers' defaults and training with validation), ``_clicks``
+``_compare`` (compare), ``_demo``, ``_models`` (the rankers' defaults and training with validation), ``_clicks``
 (two-tower click logs), ``_data_files`` (data, positions and scores files, read through
 :data:`sklearn_ltr.datasets.FILE_FORMATS`), ``_params`` (``--param``), ``_model_files`` (saved
 models), ``_output`` (output files: checked before any work, written atomically), ``_metrics``

@@ -204,6 +204,11 @@ def build_parser():
                                "MAP, 0 in the others), 0 in every metric, or left out (drop)")
     evaluate.add_argument("--json", action="store_true", help="print the results as JSON")
     _add_common(evaluate)
+
+    # sklearn-ltr compare: its parser and its code live in cli/_compare.py.
+    from sklearn_ltr.cli import _compare
+
+    _compare.add_parser(commands, formatter=_formatter, model_help=_MODEL_HELP, add_common=_add_common)
     return parser
 
 
@@ -244,6 +249,10 @@ def _run(args):
             _demo.run_demo(data_dir=args.data, n_queries=args.queries, quick=args.quick, seed=args.seed,
                            progress=args.progress, threads=args.threads)
             return 0
+        if args.command == "compare":  # cli/_compare.py
+            from sklearn_ltr.cli._compare import compare
+
+            return compare(args)
         return getattr(_commands, args.command)(args)
 
 

@@ -12,7 +12,8 @@ the DCG itself does. Keyword options are checked on every call and raise
 
 :func:`compare_rankings` and :func:`paired_significance` test whether one ranker beats
 another on the same queries (paired t-test, randomization test, bootstrap interval, Holm or
-Bonferroni correction).
+Bonferroni correction); :func:`write_comparison_report` writes the result as a self-contained
+HTML page with per-query difference plots, and :func:`plot_comparison` draws those figures.
 
 One registry, :data:`METRICS` (name -> :class:`Metric`), lists the metrics with their
 per-query function, options, direction and empty-query convention; :func:`get_metric` and
@@ -64,6 +65,7 @@ from sklearn_ltr.metrics._registry import (
     register_metric,
     unregister_metric,
 )
+from sklearn_ltr.metrics._report import plot_comparison, write_comparison_report
 from sklearn_ltr.metrics._scorer import NDCGScorer, RankingScorer, make_ranking_scorer
 from sklearn_ltr.metrics._significance import (
     SignificanceResult,
@@ -102,8 +104,10 @@ __all__ = [
     "ndcg_scorer",
     "paired_significance",
     "parse_metric",
+    "plot_comparison",
     "precision_at_k",
     "register_metric",
     "swapped_pairs",
     "unregister_metric",
+    "write_comparison_report",
 ]

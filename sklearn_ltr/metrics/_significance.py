@@ -106,6 +106,7 @@ def _compare(baseline, others, names, *, metric, tests, n_resamples, confidence_
     return SignificanceTable(
         results, metric=metric, tests=tests, n_resamples=n_resamples,
         confidence_level=confidence_level, correction=correction,
+        baseline_values=baseline, values=others,
     )
 
 

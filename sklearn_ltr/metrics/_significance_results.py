@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
 
+import numpy as np
+
 __all__ = ["SignificanceResult", "SignificanceTable"]
 
 
@@ -14,6 +16,14 @@ def _format_p(p):
     if p is None:
         return "-"
     return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def _read_only(values):
+    if values is None:
+        return None
+    values = np.array(values, dtype=np.float64)
+    values.flags.writeable = False
+    return values
 
 
 @dataclass(frozen=True)
@@ -119,6 +129,13 @@ class SignificanceTable(Sequence):
         Confidence level of the bootstrap interval.
     correction : {"holm", "bonferroni"} or None
         Correction applied to the p-values across the systems.
+    baseline_values : ndarray of shape (n_queries,) or None
+        The baseline's per-query values compared (queries in sorted query-id order for
+        :func:`compare_rankings`, undefined queries left out), read-only.
+    values : ndarray of shape (n_systems, n_queries) or None
+        The systems' per-query values, a row per system in the order of ``results``,
+        read-only. The per-query differences of system ``j`` are
+        ``values[j] - baseline_values``.
 
     Examples
     --------
@@ -133,9 +150,12 @@ class SignificanceTable(Sequence):
     (1, True)
     >>> sorted(table.to_dict())[:3]
     ['baseline_mean', 'ci_high', 'ci_low']
+    >>> table.values[0] - table.baseline_values  # the per-query differences of "new"
+    array([0.1, 0.2, 0. , 0.3])
     """
 
-    def __init__(self, results, *, metric, tests, n_resamples, confidence_level, correction):
+    def __init__(self, results, *, metric, tests, n_resamples, confidence_level, correction,
+                 baseline_values=None, values=None):
         self.results = tuple(results)
         self.metric = metric
         self.n_queries = self.results[0].n_queries
@@ -144,6 +164,8 @@ class SignificanceTable(Sequence):
         self.n_resamples = n_resamples
         self.confidence_level = confidence_level
         self.correction = correction
+        self.baseline_values = _read_only(baseline_values)
+        self.values = _read_only(values)
 
     def __len__(self):
         return len(self.results)
@@ -175,6 +197,48 @@ class SignificanceTable(Sequence):
         """
         names = [field.name for field in dataclasses.fields(SignificanceResult)]
         return {name: [getattr(result, name) for result in self.results] for name in names}
+
+    def to_html(self, path=None, *, baseline_name="baseline", title="Ranker comparison", description=None,
+                alpha=0.05):
+        """The comparison as a self-contained HTML page: this table, per-query difference plots, distributions.
+
+        The page of :func:`~sklearn_ltr.metrics.write_comparison_report` for this table's
+        metric; it needs matplotlib and loads nothing from the network.
+
+        Parameters
+        ----------
+        path : str, path-like or None, default=None
+            The HTML file to write (whole or not at all); None returns the page instead.
+        baseline_name : str, default="baseline"
+            The baseline's name in the table and figures.
+        title : str, default="Ranker comparison"
+            The page's title.
+        description : str or None, default=None
+            A line under the title.
+        alpha : float, default=0.05
+            p-values below it are marked significant.
+
+        Returns
+        -------
+        page : str or None
+            The HTML page when ``path`` is None, else None.
+
+        Examples
+        --------
+        >>> from sklearn_ltr.metrics import paired_significance
+        >>> table = paired_significance([0.2, 0.5, 0.4, 0.6], {"new": [0.3, 0.7, 0.4, 0.9]},
+        ...                             tests="t-test")
+        >>> page = table.to_html(baseline_name="old")
+        >>> page.startswith("<!DOCTYPE html>"), page.count('<figure class="differences"')
+        (True, 1)
+        """
+        from sklearn_ltr.metrics import _report
+
+        if path is not None:
+            _report.write_comparison_report(self, path, baseline_name=baseline_name, title=title,
+                                            description=description, alpha=alpha)
+            return None
+        return _report._page(self, baseline_name, title, description, alpha)
 
     def _header(self):
         what = self.metric or "per-query values"

@@ -1,0 +1,286 @@
+"""``sklearn-ltr compare``: paired significance tests between saved models and scores files on one labelled file.
+
+Each system is a model file (``--model``, scored as ``evaluate --model`` scores it) or a
+scores file (``--scores``, one score per row, as ``evaluate --scores`` reads it), in the
+order given; its name is its file stem, made unique with ``-2``, ``-3``, ... The baseline
+(``--baseline``, by name or path; default the first system) is compared with every other
+system by :func:`sklearn_ltr.metrics.compare_rankings`, one metric at a time, with the same
+seed: the printed numbers (or the ``--json`` ones, exactly) are those of the Python API.
+``--report`` writes them, with figures, as one self-contained HTML page
+(:func:`sklearn_ltr.metrics.write_comparison_report`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+
+from sklearn_ltr.cli._commands import _scores
+from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
+from sklearn_ltr.cli._errors import CLIError
+from sklearn_ltr.cli._metrics import EvaluatedMetric
+from sklearn_ltr.cli._model_files import load_model
+from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output
+
+__all__ = ["add_parser", "compare"]
+
+DESCRIPTION = """\
+Paired significance tests between rankers on the queries of one labelled data file. Each system
+is a model saved by train (--model, scored as evaluate scores it) or a scores file (--scores,
+one score per row in file order, e.g. written by predict), in the order given; --model and
+--scores repeat. A system's name is its file stem (a clash gets -2, -3, ...).
+
+Every system is compared with the baseline (--baseline, default the first) on each metric's
+per-query values, differences system minus baseline: the mean difference with a percentile
+bootstrap confidence interval, the paired t-test and the randomization (sign-flip) test,
+two-sided, with raw p-values and, with --correction (default holm), p-values corrected over the
+systems compared. '*' marks the p-values below --alpha (the corrected ones when corrected). The
+numbers are those of sklearn_ltr.metrics.compare_rankings with random_state=--seed; --json
+prints them exactly. --report writes them, with a plot of each system's sorted per-query
+differences and box plots of the per-query values, as one HTML page that loads nothing from
+the network (needs matplotlib).
+
+Loading a model file (--model) unpickles it, which runs code stored in the file: load model
+files only from sources you trust."""
+
+EXAMPLES = """\
+examples:
+  sklearn-ltr compare --data test.txt --model lambdamart.joblib --model ranknet.joblib
+  sklearn-ltr compare --data test.txt --model a.joblib --model b.joblib --scores c.txt \\
+      --metrics ndcg@10,map,mrr --baseline a --correction holm --report report.html"""
+
+_TESTS = (("t-test", "t_pvalue"), ("randomization", "randomization_pvalue"))
+
+
+class _AppendSystem(argparse.Action):
+    """``--model`` and ``--scores`` append ``(option, path)`` to one list: the systems in command-line order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), (option_string, values)])
+
+
+def add_parser(commands, *, formatter, model_help, add_common):
+    """Add the ``compare`` command to the sub-parsers ``commands`` of ``sklearn-ltr``."""
+    parser = commands.add_parser("compare", help="paired significance tests between saved models and/or scores files",
+                                 description=DESCRIPTION, epilog=EXAMPLES, formatter_class=formatter)
+    parser.add_argument("--data", required=True, metavar="FILE", help="labelled data file")
+    parser.add_argument("--model", dest="systems", action=_AppendSystem, default=[], metavar="MODEL",
+                        help=f"a system: {model_help}; repeatable")
+    parser.add_argument("--scores", dest="systems", action=_AppendSystem, metavar="FILE",
+                        help="a system: scores, one per row of --data (e.g. from predict); repeatable")
+    parser.add_argument("--metrics", default="ndcg@10,map,mrr", metavar="LIST",
+                        help="comma-separated metrics with per-query values (default ndcg@10,map,mrr)")
+    parser.add_argument("--baseline", metavar="NAME", help="the system the others are compared with, by name (file "
+                                                           "stem) or path (default: the first)")
+    parser.add_argument("--correction", choices=("holm", "bonferroni", "none"), default="holm",
+                        help="correction of the p-values over the systems compared (default holm)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the marks (default 0.05)")
+    parser.add_argument("--resamples", type=int, default=10_000, metavar="N",
+                        help="sign flips of the randomization test and bootstrap resamples (default 10000)")
+    parser.add_argument("--confidence", type=float, default=0.95, metavar="LEVEL",
+                        help="confidence level of the bootstrap interval (default 0.95)")
+    parser.add_argument("--seed", type=int, default=0, help="random_state of the resampling tests (default 0)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON (exact values)")
+    parser.add_argument("--report", metavar="HTML", help="write an HTML report (tables and figures, no network "
+                                                         "access) to this file, whole or not at all")
+    add_common(parser)
+    return parser
+
+
+def _parse_metrics(text):
+    from sklearn_ltr.metrics import parse_metric
+
+    parsed = []
+    for token in text.split(","):
+        try:
+            metric, k = parse_metric(token.strip().lower(), per_query=True, owner="sklearn-ltr compare",
+                                     parameter="--metrics")
+        except ValueError as err:
+            raise CLIError(f"--metrics {text!r}: {err}") from None
+        entry = EvaluatedMetric(metric, k)
+        if entry not in parsed:
+            parsed.append(entry)
+    return parsed
+
+
+def _names(systems):
+    """Unique names of the systems: file stems, a clash numbered ``-2``, ``-3``, ..."""
+    names = []
+    for _, path in systems:
+        stem = os.path.basename(path)
+        for suffix in (".gz", ".bz2"):
+            stem = stem.removesuffix(suffix)
+        stem = os.path.splitext(stem)[0] or stem
+        name, n = stem, 1
+        while name in names:
+            n += 1
+            name = f"{stem}-{n}"
+        names.append(name)
+    return names
+
+
+def _baseline(wanted, names, systems):
+    if wanted is None:
+        return names[0]
+    if wanted in names:
+        return wanted
+    for name, (_, path) in zip(names, systems, strict=True):
+        if os.path.exists(wanted) and os.path.exists(path) and os.path.samefile(wanted, path):
+            return name
+    raise CLIError(f"--baseline {wanted!r} names no system; the systems are {', '.join(map(repr, names))} (a file "
+                   f"stem, or the path given to --model or --scores).")
+
+
+def _check_args(args):
+    if len(args.systems) < 2:
+        raise CLIError(f"compare needs at least two systems (--model MODEL or --scores FILE, repeatable); got "
+                       f"{len(args.systems)}.")
+    if args.resamples < 1:
+        raise CLIError(f"--resamples must be a positive integer; got {args.resamples}.")
+    for option, value in (("--alpha", args.alpha), ("--confidence", args.confidence)):
+        if not 0 < value < 1:
+            raise CLIError(f"{option} must be between 0 and 1 (exclusive); got {value}.")
+
+
+def _check_report(args):
+    """Before any work: matplotlib is there, and ``--report`` can be written and is no input."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CLIError("--report draws its figures with matplotlib, which is not installed: pip install "
+                       "'sklearn-ltr[benchmark]' (or pip install matplotlib).") from None
+    inputs = data_file_inputs("--data", args.data, args.format)
+    inputs += [(f"{option} {path!r}", path) for option, path in args.systems]
+    refuse_input_as_output(args.report, "--report", inputs)
+    check_output_path(args.report, "report", option="--report")
+
+
+def _system_scores(args, names, data):
+    """``({name: scores}, {name: description})`` of every system, in command-line order."""
+    scores, sources = {}, {}
+    for name, (option, path) in zip(names, args.systems, strict=True):
+        if option == "--model":
+            model = load_model(path)
+            aligned = align_features(dataclasses.replace(data), model.n_features, model_name=f"model {path!r}")
+            scores[name] = _scores(model, aligned, path)
+            sources[name] = {"source": "model", "path": path, "model": model.name}
+        else:
+            scores[name] = read_rows_of_numbers(path, len(data.y), what="scores file")
+            sources[name] = {"source": "scores", "path": path}
+    return scores, sources
+
+
+def _compare_metric(metric, data, scores, baseline, args):
+    from sklearn_ltr.metrics import compare_rankings
+
+    others = {name: values for name, values in scores.items() if name != baseline}
+    options = {"k": metric.k} if metric.metric.takes_k else {}
+    try:  # the labels or the queries may not suit the tests (fewer than 2 queries, ...)
+        return compare_rankings(data.y, scores[baseline], others, data.groups, metric=metric.metric.name,
+                                n_resamples=args.resamples, confidence_level=args.confidence,
+                                correction=None if args.correction == "none" else args.correction,
+                                random_state=args.seed, **options)
+    except ValueError as err:
+        raise CLIError(f"cannot compare {metric.label} on --data {args.data!r}: {err}") from err
+
+
+def _decisive(table, field):
+    return field + "_adjusted" if table.correction is not None else field
+
+
+def _json(args, data, baseline, sources, tables):
+    metrics = {}
+    for metric, table in tables.items():
+        rows = []
+        for result in table:
+            row = result.to_dict()
+            row["significant"] = {test: getattr(result, _decisive(table, field)) < args.alpha
+                                  for test, field in _TESTS if test in table.tests}
+            rows.append(row)
+        metrics[metric.key] = {"label": metric.label, "n_queries": table.n_queries,
+                               "baseline_mean": table.baseline_mean, "comparisons": rows}
+    first = next(iter(tables.values()))
+    return {"data": args.data, "rows": len(data.y), "queries": data.n_queries, "baseline": baseline,
+            "systems": [{"name": name, **source} for name, source in sources.items()],
+            "tests": list(first.tests), "resamples": args.resamples, "confidence_level": args.confidence,
+            "correction": first.correction, "alpha": args.alpha, "seed": args.seed, "report": args.report,
+            "metrics": metrics}
+
+
+def _p_cell(value, marked):
+    """A p-value as the tables of :class:`~sklearn_ltr.metrics.SignificanceTable` show it, ``*`` when marked."""
+    text = f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
+    return text + (" *" if marked else "")
+
+
+def _text_table(metric, table, baseline, alpha):
+    """Lines of one metric's table: the baseline's mean, then each system's row."""
+    suffix = f" ({table.correction})" if table.correction else ""
+    head = ["system", "mean", "difference", f"{table.confidence_level:.0%} CI"]
+    for test, _ in _TESTS:
+        head += [f"{test} p"] + ([f"{test} p{suffix}"] if table.correction else [])
+    rows = [head, [baseline, f"{table.baseline_mean:.4f}", "(baseline)"]]
+    for r in table:
+        row = [str(r.system), f"{r.mean:.4f}", f"{r.mean_difference:+.4f}", f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]"]
+        for _, field in _TESTS:
+            raw = getattr(r, field)
+            row.append(_p_cell(raw, table.correction is None and raw < alpha))
+            if table.correction:
+                adjusted = getattr(r, field + "_adjusted")
+                row.append(_p_cell(adjusted, adjusted < alpha))
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(len(head))]
+    lines = [f"{metric.label} over {table.n_queries:,} queries"]
+    for row in rows:
+        # Means and differences right-aligned, names, intervals and p-values (a '*' after some) left-aligned.
+        cells = [c.rjust(w) if i in (1, 2) else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=False))]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _print_text(args, data, baseline, sources, tables):
+    first = next(iter(tables.values()))
+    described = ", ".join(f"{name} ({source['source']} {source['path']}"
+                          + (f", {source['model']})" if "model" in source else ")")
+                          for name, source in sources.items())
+    print(f"{data.describe()}")
+    print(f"systems: {described}; baseline {baseline}")
+    corrected = (f"; p-values {first.correction.capitalize()}-corrected over {len(first)} system"
+                 f"{'s' if len(first) > 1 else ''}" if first.correction else "")
+    print(f"tests: paired t-test, randomization ({args.resamples} sign flips, seed {args.seed}), "
+          f"{args.confidence:.0%} bootstrap CI{corrected}; * p < {args.alpha:g}")
+    for metric, table in tables.items():
+        print()
+        print("\n".join(_text_table(metric, table, baseline, args.alpha)))
+
+
+def compare(args):
+    """``sklearn-ltr compare``: significance tests between models and scores files (``sklearn-ltr compare -h``)."""
+    _check_args(args)
+    metrics = _parse_metrics(args.metrics)
+    names = _names(args.systems)
+    baseline = _baseline(args.baseline, names, args.systems)
+    if args.report is not None:
+        _check_report(args)
+    data = read_ranking(args.data, args.format)
+    scores, sources = _system_scores(args, names, data)
+    tables = {metric: _compare_metric(metric, data, scores, baseline, args) for metric in metrics}
+    if args.report is not None:
+        from sklearn_ltr.metrics import write_comparison_report
+
+        try:
+            write_comparison_report(list(tables.values()), args.report, baseline_name=baseline,
+                                    title=f"Ranker comparison on {os.path.basename(args.data)}",
+                                    description=f"{data.describe()}; baseline {baseline}", alpha=args.alpha)
+        except OSError as err:
+            raise CLIError(f"cannot write report {args.report!r}: {err.strerror or err}; nothing was written (a "
+                           f"previous file is left as it was).") from err
+    if args.json:
+        print(json.dumps(_json(args, data, baseline, sources, tables), indent=2, allow_nan=False))
+    else:
+        _print_text(args, data, baseline, sources, tables)
+        if args.report is not None:
+            print(f"\nwrote report to {args.report}")
+    return 0
