@@ -53,7 +53,7 @@ def test_predict_writes_the_files_ids_into_the_query_column(data, test_file, tmp
 def test_evaluate_a_model_with_a_query_column(data, test_file, tmp_path, capsys):
     from sklearn_ltr.metrics import ndcg_score
 
-    X, y, qid = data
+    _, y, qid = data
     model, expected = _models(data)["named"]
     joblib.dump(model, tmp_path / "m.joblib")
     assert main(["evaluate", "--model", str(tmp_path / "m.joblib"), "--data", str(test_file), "--metrics", "ndcg@10",

@@ -29,7 +29,7 @@ from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output, w
 from sklearn_ltr.cli._params import parse_params
 from sklearn_ltr.cli._query_input import file_features, model_input, reads_query_column
 
-__all__ = ["evaluate", "predict", "train"]
+__all__ = ["evaluate", "model_scores", "predict", "train"]
 
 
 def _ndcg10(estimator, data, name, option):
@@ -91,7 +91,7 @@ def train(args):
     return 0
 
 
-def _scores(model, data, model_path):
+def model_scores(model, data, model_path):
     """The model's finite scores of ``data``; the estimator's errors (see ``ESTIMATOR_ERRORS``) are user errors."""
     with estimator_errors(f"scoring {data.path!r} with model {model_path!r}"):
         X, kwargs = model_input(model.estimator, data.X, data.groups, model_name=f"model {model_path!r}")
@@ -120,7 +120,7 @@ def predict(args):
     check_output_path(args.out, "scores file")
     model = load_model(args.model)
     data = _read_for_model(args.data, args.format, model, args.model, require_groups=False)
-    write_scores(args.out, _scores(model, data, args.model))
+    write_scores(args.out, model_scores(model, data, args.model))
     return 0
 
 
@@ -133,7 +133,7 @@ def evaluate(args):
     if args.model is not None:
         model = load_model(args.model)
         data = _read_for_model(args.data, args.format, model, args.model, require_groups=True)
-        scores, source = _scores(model, data, args.model), f"model {args.model} ({model.name})"
+        scores, source = model_scores(model, data, args.model), f"model {args.model} ({model.name})"
     else:
         data = read_ranking(args.data, args.format)
         scores = read_rows_of_numbers(args.scores, len(data.y), what="scores file")

@@ -17,12 +17,13 @@ import dataclasses
 import json
 import os
 
-from sklearn_ltr.cli._commands import _scores
+from sklearn_ltr.cli._commands import model_scores
 from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import EvaluatedMetric
 from sklearn_ltr.cli._model_files import load_model
 from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output
+from sklearn_ltr.cli._query_input import file_features
 
 __all__ = ["add_parser", "compare"]
 
@@ -163,8 +164,9 @@ def _system_scores(args, names, data):
     for name, (option, path) in zip(names, args.systems, strict=True):
         if option == "--model":
             model = load_model(path)
-            aligned = align_features(dataclasses.replace(data), model.n_features, model_name=f"model {path!r}")
-            scores[name] = _scores(model, aligned, path)
+            n_features = file_features(model.estimator, model.n_features)  # less a query column it counts
+            aligned = align_features(dataclasses.replace(data), n_features, model_name=f"model {path!r}")
+            scores[name] = model_scores(model, aligned, path)
             sources[name] = {"source": "model", "path": path, "model": model.name}
         else:
             scores[name] = read_rows_of_numbers(path, len(data.y), what="scores file")

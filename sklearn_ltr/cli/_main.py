@@ -132,7 +132,7 @@ def _add_progress(parser):
 
 
 def build_parser():
-    """The :class:`argparse.ArgumentParser` of ``sklearn-ltr`` with its four commands."""
+    """The :class:`argparse.ArgumentParser` of ``sklearn-ltr`` with its commands."""
     from sklearn_ltr import __version__
     from sklearn_ltr.cli._models import MODELS, PREPROCESSING
 
