@@ -7,9 +7,11 @@ gallery (sphinx-gallery) whose scripts run at build time on small synthetic data
 """
 
 import functools
+import html
 import importlib
 import inspect
 import os
+import re
 import sys
 
 from docutils import nodes
@@ -75,7 +77,10 @@ mathjax_path = "mathjax/tex-chtml.js"
 # announcement: nothing that the reader's browser would fetch from another site.
 html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn_ltr {release}"
-html_static_path = []
+# _static/sklearn_ltr.css: long code lines wrap, wide equations scroll in their own box, figures
+# fill the column, and long names in the sidebars break at underscores, never mid-word.
+html_static_path = ["_static"]
+html_css_files = ["sklearn_ltr.css"]
 html_theme_options = {
     "logo": {"text": f"sklearn_ltr {version}"},
     "navbar_align": "left",
@@ -84,12 +89,25 @@ html_theme_options = {
     "header_links_before_dropdown": 5,
     "secondary_sidebar_items": ["page-toc"],
     "show_toc_level": 2,
+    # The primary sidebar opens only the section of the current page.
+    "show_nav_level": 1,
     "navigation_with_keys": False,
     "show_prev_next": True,
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
 html_context = {"default_mode": "light"}
+# Primary sidebars. Top-level pages without sub-pages get none (the theme would show an empty
+# "Section Navigation" heading), which also gives their figures and tables the full width. The
+# API reference gets its pages grouped by module (sidebar-nav-api.html, _api_sidebar below)
+# instead of the theme's one flat list of ~150 dotted names.
+html_sidebars = {
+    "benchmarks": [],
+    "code_layout": [],
+    "contributing": [],
+    "api": ["sidebar-collapse", "sidebar-nav-api"],
+    "generated/*": ["sidebar-collapse", "sidebar-nav-api"],
+}
 
 # --- Example gallery ---------------------------------------------------------------------------
 # examples/plot_<n>_*.py run at build time, in the order of <n>, each in a few seconds on two
@@ -100,6 +118,9 @@ sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
+    # An example whose script is unchanged since the last build (the MD5 in auto_examples/) is
+    # not run again; docs/build.sh deletes auto_examples/ under CI, so CI runs them all.
+    "run_stale_examples": False,
     "within_subsection_order": "FileNameSortKey",
     "abort_on_example_error": True,
     "only_warn_on_example_error": False,
@@ -293,7 +314,72 @@ def _drop_remote_table_scripts(app):
             file.writelines(kept)
 
 
+# --- The API reference's sidebar and long names ------------------------------------------------
+# The primary sidebar of api.html and generated/*: one group per module section of api.rst (in its
+# order), holding the pages that the section's autosummary tables generate, each under its own
+# name (``ndcg_score``, not ``sklearn_ltr.metrics.ndcg_score``) with a line-break opportunity
+# (<wbr>) after each underscore. Rendered by _templates/sidebar-nav-api.html with the markup of the
+# theme's sidebar-nav-bs.html; the group of the current page is open. The same pages' title
+# (``sklearn_ltr.utils.estimator_checks.check_...``), "On this page" entries
+# (``LambdaMARTRanker.to_local()``) and previous/next links get a <wbr> after each dot and
+# underscore, so that they wrap between words instead of mid-word or off the column.
+
+def _api_groups(env):
+    """``[(title, anchor, [docname, ...]), ...]``: the module sections of api.rst and their pages."""
+    toc = env.tocs.get("api")
+    page = toc.next_node(nodes.list_item) if toc is not None else None
+    sections = page.next_node(nodes.bullet_list) if page is not None else None
+    groups = []
+    for section in sections.children if sections is not None else ():
+        reference = section.next_node(nodes.reference)
+        title = reference.astext().partition(":")[0].strip()  # "sklearn_ltr.metrics: ranking metrics"
+        docnames = [doc for toctree in section.findall(addnodes.toctree) for _, doc in toctree["entries"]]
+        if docnames:
+            groups.append((title, reference.get("anchorname", ""), docnames))
+    return groups
+
+
+def _api_pages(app, pagename, templatename, context, doctree):
+    if pagename != "api" and not pagename.startswith("generated/"):
+        return
+    uri = functools.partial(app.builder.get_relative_uri, pagename)
+    lines = ['<ul class="nav bd-sidenav">']
+    for title, anchor, docnames in _api_groups(app.env):
+        current = pagename in docnames
+        state = ' class="current"' if current else ""
+        lines.append(f'<li class="toctree-l1 has-children{" current active" if current else ""}">'
+                     f'<a class="reference internal" href="{uri("api")}{anchor}">{html.escape(title)}</a>'
+                     f'<details{" open" if current else ""}><summary><span class="toctree-toggle" '
+                     'role="presentation"><i class="fa-solid fa-chevron-down"></i></span></summary>'
+                     f"<ul{state}>")
+        for doc in docnames:
+            name = html.escape(doc.rpartition(".")[2]).replace("_", "_<wbr>")  # generated/sklearn_ltr.X
+            if doc == pagename:
+                lines.append('<li class="toctree-l2 current active"><a aria-current="page" '
+                             f'class="current reference internal" href="#">{name}</a></li>')
+            else:
+                lines.append(f'<li class="toctree-l2"><a class="reference internal" href="{uri(doc)}">{name}</a></li>')
+        lines.append("</ul></details></li>")
+    lines.append("</ul>")
+    context["api_sidebar"] = "\n".join(lines)
+
+    # Names in the title, "On this page" and the previous/next links break at dots and underscores.
+    def breakable(text):
+        return re.sub(r"([._])", r"\1<wbr>", text)
+
+    if pagename != "api" and context.get("body"):
+        context["body"] = re.sub(r"<h1>([^<]*)<", lambda m: f"<h1>{breakable(m[1])}<", context["body"], count=1)
+    if context.get("toc"):
+        context["toc"] = re.sub(r'<span class="pre">([^<]*)</span>',
+                                lambda m: f'<span class="pre">{breakable(m[1])}</span>', context["toc"])
+    for link in (context.get("prev"), context.get("next")):
+        if link and link.get("title", "").startswith("sklearn_ltr."):
+            link["title"] = breakable(link["title"])
+
+
 def setup(app):
+    # Before the theme's handler (priority 500), which drops sidebar templates that render empty.
+    app.connect("html-page-context", _api_pages, priority=400)
     app.add_transform(_StandaloneEmailsAsText)
     # After sphinx-gallery's own builder-inited handler (priority 500) has written the files.
     app.connect("builder-inited", _drop_remote_table_scripts, priority=900)

@@ -22,7 +22,8 @@ generated the clicks, :math:`1 / p`. See :ref:`debiasing` for the method.
 # and clicks an examined document with a probability that grows with its label.
 # Every training query is shown in four sessions, each its own list. Training
 # sees only the clicks and positions; the true labels are kept to evaluate
-# held-out queries.
+# held-out queries, which training (the feature transform included) never
+# sees.
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -44,10 +45,14 @@ from sklearn_ltr.metrics import ndcg_score
 torch.set_num_threads(1)  # small models train fastest on one thread
 
 X, y, qid = make_ranking(n_queries=400, n_features=10, random_state=0)
-X = make_pipeline(Log1pTransformer(), StandardScaler()).fit_transform(X)
-is_train = qid < 300
-X_train, y_train, qid_train = X[is_train], y[is_train], qid[is_train]
-X_test, y_test, qid_test = X[~is_train], y[~is_train], qid[~is_train]
+is_train = qid < 300  # 300 training queries, 100 held-out queries
+y_train, qid_train = y[is_train], qid[is_train]
+y_test, qid_test = y[~is_train], qid[~is_train]
+# The feature transform learns its statistics from the training queries only;
+# the held-out queries are transformed with them, as new queries would be.
+preprocess = make_pipeline(Log1pTransformer(), StandardScaler())
+X_train = preprocess.fit_transform(X[is_train])
+X_test = preprocess.transform(X[~is_train])
 
 
 def click_log(w, n_sessions=4, seed=0):
