@@ -20,7 +20,7 @@ import os
 from sklearn_ltr.cli._commands import model_scores
 from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._metrics import EvaluatedMetric
+from sklearn_ltr.cli._metrics import parse_metrics
 from sklearn_ltr.cli._model_files import load_model
 from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output
 from sklearn_ltr.cli._query_input import file_features
@@ -88,22 +88,6 @@ def add_parser(commands, *, formatter, model_help, add_common):
                                                          "access) to this file, whole or not at all")
     add_common(parser)
     return parser
-
-
-def _parse_metrics(text):
-    from sklearn_ltr.metrics import parse_metric
-
-    parsed = []
-    for token in text.split(","):
-        try:
-            metric, k = parse_metric(token.strip().lower(), per_query=True, owner="sklearn-ltr compare",
-                                     parameter="--metrics")
-        except ValueError as err:
-            raise CLIError(f"--metrics {text!r}: {err}") from None
-        entry = EvaluatedMetric(metric, k)
-        if entry not in parsed:
-            parsed.append(entry)
-    return parsed
 
 
 def _names(systems):
@@ -261,7 +245,7 @@ def _print_text(args, data, baseline, sources, tables):
 def compare(args):
     """``sklearn-ltr compare``: significance tests between models and scores files (``sklearn-ltr compare -h``)."""
     _check_args(args)
-    metrics = _parse_metrics(args.metrics)
+    metrics = parse_metrics(args.metrics, command="compare")
     names = _names(args.systems)
     baseline = _baseline(args.baseline, names, args.systems)
     if args.report is not None:

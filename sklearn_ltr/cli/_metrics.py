@@ -86,12 +86,12 @@ class EvaluatedMetric:
         return float(np.mean(values))
 
 
-def parse_metrics(text):
+def parse_metrics(text, *, command="evaluate"):
     """``"ndcg@10,map@10"`` into a list of :class:`EvaluatedMetric` (case-insensitive, duplicates dropped)."""
     parsed = []
     for token in text.split(","):
         try:
-            metric, k = parse_metric(token.strip().lower(), per_query=True, owner="sklearn-ltr evaluate",
+            metric, k = parse_metric(token.strip().lower(), per_query=True, owner=f"sklearn-ltr {command}",
                                      parameter="--metrics")
         except ValueError as err:
             raise CLIError(f"--metrics {text!r}: {err}") from None
