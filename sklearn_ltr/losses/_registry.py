@@ -261,4 +261,4 @@ def get_loss(loss, **options):
 
 
 for _name, _function, _tensors in _BUILTIN:
-    LOSSES[_name], LOSS_MEMORY[_name] = _function, _tensors
+    register_loss(_name, _function, pairwise_tensors=_tensors)

@@ -30,9 +30,8 @@ def resolve_device(device):
     """
     if device == "auto":
         chosen = os.environ.get(AUTO_DEVICE_VARIABLE, "").strip()
-        if chosen:
-            return resolve_device(chosen) if chosen != "auto" else resolve_device("cuda" if torch.cuda.is_available()
-                                                                                   else "cpu")
+        if chosen and chosen != "auto":
+            return resolve_device(chosen)
         return "cuda" if torch.cuda.is_available() else "cpu"
     if isinstance(device, torch.device):
         device = str(device)

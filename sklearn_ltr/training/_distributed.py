@@ -223,6 +223,7 @@ class DataParallelMixin:
     # Each process checks the global loss in run_single_epoch, identical everywhere: a process
     # that raised on its own share would leave the others waiting in the next all-reduce.
     checks_batch_loss = False
+    batches_class = ShardedQueryBatches
 
     @property
     def inference_class(self):
@@ -239,10 +240,6 @@ class DataParallelMixin:
             self.subsample_generator_ = torch.Generator().manual_seed(seed)
         return {**super().batch_options(dataset, training), "rank": self.rank_, "world_size": self.world_size_,
                 "subsample_generator": self.subsample_generator_}
-
-    def batch_iterator(self, dataset, training):
-        options = self.batch_options(dataset, training)
-        return ShardedQueryBatches(dataset.to(self.device), options.pop("batch_size"), **options)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         # This process's part of the global batch's weighted mean: the parts sum to the mean.
@@ -288,7 +285,7 @@ class DataParallelMixin:
 
     def _join_world(self):
         """Join the process group and agree with rank 0 on the seeds; set this process's device and logging."""
-        rank, world_size, local_rank = process_world()
+        _, _, local_rank = process_world()  # from the launcher's environment: the group is not joined yet
         if is_cuda(self.device):
             self.device = f"cuda:{local_rank}"
             torch.cuda.set_device(local_rank)

@@ -7,8 +7,9 @@ score per row. Its variation points are declared, never patched:
 
 - ``precision`` (:mod:`~sklearn_ltr.training._precision`) is read in :meth:`RankingNet.infer`
   alone, and only in training: scoring always runs in float32;
-- :meth:`RankingNet.batch_options` is the one place that builds the batch iterator's
-  arguments; the data-parallel net (:mod:`~sklearn_ltr.training._distributed`) extends it;
+- :attr:`RankingNet.batches_class` and :meth:`RankingNet.batch_options` are the one place
+  that builds the batch iterator; the data-parallel net (:mod:`~sklearn_ltr.training._distributed`)
+  swaps the class and extends the options;
 - :meth:`RankingNet.reduce_sum` sums a tensor over the processes that train together
   (none here: it returns it unchanged);
 - :attr:`RankingNet.checks_batch_loss` says whether each step checks its own loss for
@@ -112,6 +113,9 @@ class RankingNet(NeuralNet):
     #: Whether each training and validation step checks its own loss for NaN.
     checks_batch_loss = True
 
+    #: The batch iterator's class; :meth:`batch_options` gives its keyword arguments.
+    batches_class = QueryBatches
+
     def __init__(self, module, *args, max_list_length=None, random_state=None, precision="32-true",
                  prediction_documents=1 << 16, **kwargs):
         super().__init__(module, *args, **kwargs)
@@ -135,13 +139,10 @@ class RankingNet(NeuralNet):
             "device": self.device,
         }
 
-    def batch_iterator(self, dataset, training):
+    def get_iterator(self, dataset, training=False):
         """The batches of ``dataset`` in training (shuffled, subsampled) or validation order."""
         options = self.batch_options(dataset, training)
-        return QueryBatches(dataset.to(self.device), options.pop("batch_size"), **options)
-
-    def get_iterator(self, dataset, training=False):
-        return self.batch_iterator(dataset, training)
+        return self.batches_class(dataset.to(self.device), options.pop("batch_size"), **options)
 
     def reduce_sum(self, tensor):
         """Sum of ``tensor`` over the processes training together: itself, for one process."""
