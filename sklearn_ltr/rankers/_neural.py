@@ -170,9 +170,13 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             return 0
         return tensors * (self.loss_params or {}).get("n_samples", 1)
 
-    def _memory_terms(self, n_features, *, training):
-        """``(quadratic, linear)`` float32 values per list and per document of one batch."""
-        cost = module_cost(*self._module_spec(n_features))
+    def _memory_terms(self, n_features, *, training, cost=None):
+        """``(quadratic, linear)`` float32 values per list and per document of one batch.
+
+        ``cost`` is the module's declared :class:`~sklearn_ltr.nn.ModuleCost`, read here when not given.
+        """
+        if cost is None:
+            cost = module_cost(*self._module_spec(n_features))
         return memory_terms(cost, self._loss_tensors() if training else 0, n_features, training=training)
 
     def _loss_name(self):
@@ -247,8 +251,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             )
 
     def _check_training_memory(self, sizes, n_features, device):
-        quadratic, linear = self._memory_terms(n_features, training=True)
         cost = module_cost(*self._module_spec(n_features))
+        quadratic, linear = self._memory_terms(n_features, training=True, cost=cost)
         holders = []
         if self._loss_tensors():
             holders.append(f"the loss {self._loss_name()!r} (pairwise terms)")
@@ -305,8 +309,9 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         """
         return self._predict(X, groups)
 
-    def _score_rows(self, query_groups, X, **extras):
-        quadratic, linear = self._memory_terms(X.shape[1], training=False)
+    def _score_rows(self, query_groups, X, terms, **extras):
+        """Scores of ``X``'s rows; ``terms`` are the prediction's ``_memory_terms``, read once per predict."""
+        quadratic, linear = terms
         documents = prediction_documents(
             owner=type(self).__name__, sizes=query_groups.sizes, documents=self.net_.prediction_documents,
             quadratic=quadratic, linear=linear, device=self.net_.device,
@@ -325,6 +330,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         X, groups = self._validate_predict_data(X, groups, return_groups=True)
         extras = {name: np.asarray(values) for name, values in extras.items()}
         scores = np.empty(X.shape[0], dtype=np.float64)
+        terms = self._memory_terms(X.shape[1], training=False)
         if not self._list_context:
             # A pointwise scorer has no list context: any partition of the rows scores the same, and
             # a block as one list is scored from views of its rows (no padding, gather or re-sorting).
@@ -332,7 +338,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
                 rows = slice(start, start + _PREDICT_DOCUMENTS)
                 one_list = QueryGroups(np.zeros(X[rows].shape[0], dtype=np.int64))
                 block = {name: values[rows] for name, values in extras.items()}
-                scores[rows] = one_list.unsort(self._score_rows(one_list, X[rows], **block))
+                scores[rows] = one_list.unsort(self._score_rows(one_list, X[rows], terms, **block))
             return scores
         query_groups = resolve_groups(groups, X.shape[0], method="predict")
         for rows in query_blocks(query_groups, _PREDICT_DOCUMENTS):
@@ -342,7 +348,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             rows = rows[canonical_row_order(X[rows])]
             block = QueryGroups(query_groups.codes[rows])
             block_extras = {name: values[rows] for name, values in extras.items()}
-            scores[rows] = block.unsort(self._score_rows(block, X[rows], **block_extras))
+            scores[rows] = block.unsort(self._score_rows(block, X[rows], terms, **block_extras))
         return scores
 
     def __sklearn_tags__(self):
