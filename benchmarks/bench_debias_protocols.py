@@ -52,15 +52,30 @@ epochs (early stopping, at most 30):
 - ``--quick``: 1 fold, 1 seed, w in {1, 0}, at most 3 epochs, 2 pages per MQ2008 query,
   300/100/100 MSLR-shaped queries: about 15 s for both studies.
 
+Trainers: the reference trainer in the repository's current version (batches of 32 rows,
+observation dropout on o: ``--batch-size 32 --dropout-on output``, the default) or its first
+version, which produced the published numbers (``--batch-size 64 --dropout-on hidden``), and
+``--library``: the library's own variants (:data:`LIBRARY`: ``RankNetRanker`` on the clicks as
+the single tower; ``TwoTowerDebiasedRanker`` additive, multiplicative, with observation dropout
+and with its closed-form gradient-reversal adversary) on the same click logs (same seeds, so
+paired with the reference trainer's cells). Each (data set, trainer) is one study of the store.
+
 Run (from the repository root)::
 
     PYTHONPATH=. python benchmarks/bench_debias_protocols.py --study mq2008
-    PYTHONPATH=. python benchmarks/bench_debias_protocols.py --study mslr
+    PYTHONPATH=. python benchmarks/bench_debias_protocols.py --study both --seeds 3 \\
+        --batch-size 64 --dropout-on hidden --no-ours
+    PYTHONPATH=. python benchmarks/bench_debias_protocols.py --study both --seeds 3 --library
     PYTHONPATH=. python benchmarks/bench_debias_protocols.py --quick --out /tmp/debias_protocols_quick
 
-Each run stores its study in ``debias_protocols.json`` (per-query values, curves, epochs,
-sizes, times; other studies already in the file are kept) and rewrites
-``debias_protocols.md`` and ``debias_protocols_curves.png`` from every study in the file.
+Each run stores its study in ``debias_protocols.json`` under ``"<data set> <trainer>"``
+(per-query values, curves, epochs, sizes, times; other studies already in the file are kept)
+and saves every finished cell at once: a cut-off run resumes where it stopped, and a run with
+more seeds, folds or values of w adds only the missing cells (other settings are refused;
+``--fresh`` starts the study over). It rewrites ``debias_protocols.md`` (the summary table of
+every trainer first, then each study) and the figures ``debias_protocols_curves.png`` (per
+study) and ``debias_protocols_final.png`` (the learned curves of every trainer at w = 1 against
+the truth 1/p) from every study in the file.
 """
 
 from __future__ import annotations
@@ -91,7 +106,7 @@ from debias_protocols import (
     shuffle_within_queries,
 )
 
-from sklearn_ltr import LambdaMARTRanker, TwoTowerDebiasedRanker
+from sklearn_ltr import LambdaMARTRanker, RankNetRanker, TwoTowerDebiasedRanker
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.metrics import ndcg_per_query, paired_significance
 
@@ -101,13 +116,33 @@ OURS = "TwoTowerDebiasedRanker (additive)"
 VARIANTS = METHODS[1:]
 PUBLISHED_W1 = {"Single Tower": 0.322, "Two Tower": 0.347, "Observation Dropout": 0.353, "Gradient Reversal": 0.360}
 STUDY_NAMES = {"mq2008": "MQ2008 (5 folds)", "mslr": "MSLR-shaped (make_ranking)"}
+#: What trained the models of a study: the reference trainer in the repository's current or first version
+#: (``--batch-size 32 --dropout-on output`` / ``--batch-size 64 --dropout-on hidden``), or the library.
+TRAINER_NAMES = {"current": "reference trainer, current version (batches of 32, dropout on o)",
+                 "first": "reference trainer, first version (batches of 64, dropout on the hidden units)",
+                 "library": "sklearn_ltr (RankNetRanker, TwoTowerDebiasedRanker)"}
+#: The library's variants: the estimator and its parameters beside the shared ones of ``cfg["library"]``.
+LIBRARY = {
+    "Single Tower": ("ranknet", {"loss": "sigmoid_ce"}),
+    "Two Tower": ("two_tower", {"combination": "additive"}),
+    "PAL multiplicative": ("two_tower", {"combination": "multiplicative"}),
+    "Observation Dropout": ("two_tower", {"combination": "additive", "observation_dropout": 0.2}),
+    "Gradient Reversal": ("two_tower", {"combination": "additive", "gradient_reversal": 0.8,
+                                        "reversal_target": "clicks"}),
+}
 NOTES = [
     "Two Tower is the published \"PAL (additive)\": logit r + o, pointwise BCE over rows.",
     "The published numbers come from the repository's first version (commit b9efb27, scripts `eval_scripts/`): "
     "batches of 64 rows (the `NNModel` default) and observation dropout on the 32 hidden units before the last "
     "layer. Its current version (Kedro, batches of 32, dropout on o) reports other numbers, where the order does "
-    "not hold (w = 1: single 0.3075, two tower 0.3401, dropout 0.2976, reversal 0.3399). This study follows "
-    "the current version; `--batch-size 64 --dropout-on hidden` gives the first one's set-up.",
+    "not hold (w = 1: single 0.3075, two tower 0.3401, dropout 0.2976, reversal 0.3399). Both versions are run "
+    "here: `--batch-size 32 --dropout-on output` (current) and `--batch-size 64 --dropout-on hidden` (first).",
+    "The library's rows (`--library`) train on the same click logs as the reference trainer's (same seeds, "
+    "same rows): `RankNetRanker(loss=\"sigmoid_ce\")` as the Single Tower and `TwoTowerDebiasedRanker` "
+    "(one logit per position, closed-form linear adversary) for the others, listwise batches of 32 result "
+    "pages, 20 epochs, no early stopping; observation dropout 0.2 on o and gradient reversal 0.8 against the "
+    "clicks, as the reference trainer's. PAL multiplicative (sigma(r) sigma(o)) has no published row; its curve "
+    "is sigma(o(p)) / sigma(o(1)).",
     "Not reproduced: the repository scores test queries without a relevant document 0 (left out here); fixes "
     "the noise range and click normaliser to MSLR's y_max = 4 (here the data's y_max); draws its down-sampling "
     "from a generator seeded like the one that drew the logging noise, so in some runs a non-clicked row is "
@@ -117,6 +152,19 @@ NOTES = [
     "propensity (values far from 1/p below).",
 ]
 PROTOCOL_NAMES = {"true-rank": "(a) true ranks", "reference": "(b) reference positions (inverse permutation)"}
+
+
+def study_key(dataset, trainer):
+    """Key of a study in ``debias_protocols.json``: ``"mq2008 first"``, ``"mslr library"``, ..."""
+    return f"{dataset} {trainer}"
+
+
+def trainer_of(args):
+    """``"library"``, ``"current"``, ``"first"``, or ``"batch<B>-<on>"`` for other reference settings."""
+    if args.library:
+        return "library"
+    return {(32, "output"): "current", (64, "hidden"): "first"}.get((args.batch_size, args.dropout_on),
+                                                                    f"batch{args.batch_size}-{args.dropout_on}")
 
 
 # ---------------------------------------------------------------------------- data
@@ -145,8 +193,72 @@ def _log(labels, qid, *, w, protocol, sessions, rng, y_max):
 # --------------------------------------------------------------------------- a cell
 
 
+def _click_data(study, fold, w, seed, splits, y_max, cfg):
+    """Per protocol, the down-sampled training log and the validation log of one cell.
+
+    Every trainer draws the same logs for the same (study, fold, w, seed): the rows of the
+    library's study are the rows of the reference trainer's, so their results are paired.
+    """
+    X, y, qid = splits["train"]
+    X_val, y_val, qid_val = splits["vali"]
+    streams = np.random.SeedSequence([seed, fold, round(100 * w), 0 if study == "mq2008" else 1]).spawn(2)
+    for protocol, stream in zip(PROTOCOLS, streams, strict=True):
+        rng = np.random.default_rng(stream)
+        rows, positions, clicks, session = _log(y, qid, w=w, protocol=protocol, sessions=cfg["sessions"], rng=rng,
+                                                y_max=y_max)
+        kept = downsample_negatives(clicks, cfg["keep"], rng)
+        rows, positions, clicks, session = rows[kept], positions[kept], clicks[kept], session[kept]
+        v_rows, _, v_clicks, v_session = _log(y_val, qid_val, w=w, protocol=protocol, sessions=cfg["sessions"],
+                                              rng=rng, y_max=y_max)
+        yield protocol, (X[rows], clicks, positions, session), (X_val[v_rows], v_clicks, v_session)
+
+
+def _reference_results(train, val, X_test, seed, cfg):
+    X, clicks, positions, session = train
+    results = {}
+    for method in METHODS:
+        fit = fit_reference(method, X, clicks, positions, session, *val, seed, **cfg["trainer"])
+        results[method] = {"scores": fit.predict(X_test), "epochs": fit.n_epochs, "best_epoch": fit.best_epoch,
+                           "curve": None if fit.curve is None else fit.curve.tolist()}
+    scaler = StandardScaler().fit(X)
+    X_std, X_test_std = scaler.transform(X).astype(np.float32), scaler.transform(X_test).astype(np.float32)
+    lambdamart = LambdaMARTRanker(random_state=seed, n_jobs=1, **cfg["lambdamart"])
+    results[LAMBDAMART] = {"scores": lambdamart.fit(X_std, clicks, session).predict(X_test_std)}
+    if cfg["ours"]:
+        ours = TwoTowerDebiasedRanker(combination="additive", random_state=seed, device="cpu", **cfg["ours"])
+        ours.fit(X_std, clicks, session, positions=positions)
+        results[OURS] = {"scores": ours.predict(X_test_std), "epochs": cfg["ours"]["max_epochs"],
+                         "curve": ours.observation_curve_[:CURVE_POSITIONS].tolist()}
+    return results
+
+
+def _library_results(train, X_test, seed, cfg):
+    """The library's variants (:data:`LIBRARY`) on standardised features, result pages as queries.
+
+    ``curve`` is the learned curve relative to position 1 (``observation_curve_ / observation_curve_[0]``:
+    for the additive model that is the curve itself, for the multiplicative one ``σ(o_p) / σ(o_1)``).
+    """
+    X, clicks, positions, session = train
+    scaler = StandardScaler().fit(X)
+    X_std, X_test_std = scaler.transform(X).astype(np.float32), scaler.transform(X_test).astype(np.float32)
+    shared = cfg["library"]
+    results = {}
+    for method, (kind, params) in LIBRARY.items():
+        if kind == "ranknet":
+            net = {k: v for k, v in shared.items() if k not in ("max_position", "observation_lr")}
+            model = RankNetRanker(random_state=seed, device="cpu", **net, **params).fit(X_std, clicks, session)
+            results[method] = {"scores": model.predict(X_test_std), "epochs": model.n_iter_, "curve": None}
+            continue
+        model = TwoTowerDebiasedRanker(random_state=seed, device="cpu", **shared, **params)
+        model.fit(X_std, clicks, session, positions=positions)
+        curve = model.observation_curve_[:CURVE_POSITIONS]
+        results[method] = {"scores": model.predict(X_test_std), "epochs": model.n_iter_,
+                           "curve": (curve / curve[0]).tolist()}
+    return results
+
+
 def run_cell(study, fold, w, seed, splits, y_max, cfg):
-    """Every method under both protocols for one (study, fold, w, seed).
+    """Every method of the study's trainer under both protocols for one (study, fold, w, seed).
 
     Returns
     -------
@@ -157,37 +269,16 @@ def run_cell(study, fold, w, seed, splits, y_max, cfg):
     """
     torch.set_num_threads(1)
     start = time.perf_counter()
-    X, y, qid = splits["train"]
-    X_val, y_val, qid_val = splits["vali"]
     X_test, y_test, qid_test = splits["test"]
     keep_queries = _test_queries(y_test, qid_test)[1]
-    streams = np.random.SeedSequence([seed, fold, round(100 * w), 0 if study == "mq2008" else 1]).spawn(2)
     out = {"study": study, "fold": fold, "w": w, "seed": seed, "sizes": {}, "results": {}}
-    for protocol, stream in zip(PROTOCOLS, streams, strict=True):
-        rng = np.random.default_rng(stream)
-        rows, positions, clicks, session = _log(y, qid, w=w, protocol=protocol, sessions=cfg["sessions"], rng=rng,
-                                                y_max=y_max)
-        kept = downsample_negatives(clicks, cfg["keep"], rng)
-        rows, positions, clicks, session = rows[kept], positions[kept], clicks[kept], session[kept]
-        v_rows, _, v_clicks, v_session = _log(y_val, qid_val, w=w, protocol=protocol, sessions=cfg["sessions"],
-                                              rng=rng, y_max=y_max)
-        out["sizes"][protocol] = {"train_rows": len(rows), "train_clicks": int(clicks.sum()),
-                                  "val_rows": len(v_rows), "val_clicks": int(v_clicks.sum())}
-        results = {}
-        for method in METHODS:
-            fit = fit_reference(method, X[rows], clicks, positions, session, X_val[v_rows], v_clicks, v_session,
-                                seed, **cfg["trainer"])
-            results[method] = {"scores": fit.predict(X_test), "epochs": fit.n_epochs, "best_epoch": fit.best_epoch,
-                               "curve": None if fit.curve is None else fit.curve.tolist()}
-        scaler = StandardScaler().fit(X[rows])
-        X_std, X_test_std = scaler.transform(X[rows]).astype(np.float32), scaler.transform(X_test).astype(np.float32)
-        lambdamart = LambdaMARTRanker(random_state=seed, n_jobs=1, **cfg["lambdamart"])
-        results[LAMBDAMART] = {"scores": lambdamart.fit(X_std, clicks, session).predict(X_test_std)}
-        if cfg["ours"]:
-            ours = TwoTowerDebiasedRanker(combination="additive", random_state=seed, device="cpu", **cfg["ours"])
-            ours.fit(X_std, clicks, session, positions=positions)
-            results[OURS] = {"scores": ours.predict(X_test_std), "epochs": cfg["ours"]["max_epochs"],
-                             "curve": ours.observation_curve_[:CURVE_POSITIONS].tolist()}
+    for protocol, train, val in _click_data(study, fold, w, seed, splits, y_max, cfg):
+        out["sizes"][protocol] = {"train_rows": len(train[1]), "train_clicks": int(train[1].sum()),
+                                  "val_rows": len(val[1]), "val_clicks": int(val[1].sum())}
+        if cfg.get("library"):
+            results = _library_results(train, X_test, seed, cfg)
+        else:
+            results = _reference_results(train, val, X_test, seed, cfg)
         for method, result in results.items():
             scores = np.asarray(result.pop("scores"), dtype=np.float64)
             assert scores.shape == y_test.shape and np.isfinite(scores).all(), (study, protocol, method)
@@ -227,7 +318,12 @@ def _ci(values):
 
 def _methods(study_result):
     cell = study_result["cells"][0]["results"][PROTOCOLS[0]]
-    return [m for m in (*METHODS, LAMBDAMART, OURS) if m in cell]
+    return [m for m in (*METHODS, "PAL multiplicative", LAMBDAMART, OURS) if m in cell]
+
+
+def _variants(study_result):
+    """The two-tower variants of a study, each tested against its Single Tower."""
+    return [m for m in _methods(study_result) if m in (*VARIANTS, "PAL multiplicative")]
 
 
 def _curve(study_result, protocol, w, method):
@@ -248,9 +344,10 @@ def summarise(study_result):
                 mean, half = _ci(values[method])
                 entry["methods"][method] = {"mean": mean, "ci95": half, "n_queries": len(values[method]),
                                             "seed_sd": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else None}
-            table = paired_significance(values["Single Tower"], {m: values[m] for m in VARIANTS},
+            variants = _variants(study_result)
+            table = paired_significance(values["Single Tower"], {m: values[m] for m in variants},
                                         tests=("t-test", "randomization"), random_state=0)
-            for method in VARIANTS:
+            for method in variants:
                 r = table[method]
                 entry["tests"][method] = {"difference": r.mean_difference, "t_pvalue": r.t_pvalue,
                                           "randomization_pvalue": r.randomization_pvalue}
@@ -259,6 +356,22 @@ def summarise(study_result):
             entry["all_above_single"] = bool(all(mean > means[0] for mean in means[1:]))
             summary[protocol, w] = entry
     return summary
+
+
+def _title(key):
+    dataset, trainer = key.split(" ", 1)
+    return f"{STUDY_NAMES[dataset]}, {TRAINER_NAMES.get(trainer, trainer)}"
+
+
+def _minutes(result):
+    return sum(r["seconds"] for r in result["runs"]) / 60
+
+
+def _trainer_text(cfg):
+    if cfg.get("library"):
+        return (json.dumps(cfg["library"]) + "; variants: "
+                + "; ".join(f"{m} {json.dumps(params)}" for m, (_, params) in LIBRARY.items()))
+    return json.dumps(cfg["trainer"])
 
 
 def _fmt_p(p):
@@ -282,6 +395,7 @@ def report(results, machine):
         "randomization test (10,000 sign flips) of the variant against the Single Tower over test queries. "
         "\"Published order\": Single < Two Tower < Observation Dropout < Gradient Reversal on the means.", "",
         machine, "", "Notes:", "", *(f"- {note}" for note in NOTES), "",
+        *final_table(results),
     ]
     for study, result in results.items():
         summary = summarise(result)
@@ -290,15 +404,16 @@ def report(results, machine):
         sizes = {p: {k: np.mean([c["sizes"][p][k] for c in result["cells"]]) for k in ("train_rows", "train_clicks")}
                  for p in PROTOCOLS}
         lines += [
-            f"## {STUDY_NAMES[study]}" + (" (--quick smoke run: not a result)" if result["quick"] else ""), "",
-            f"{len(result['folds'])} fold(s) x {len(weights)} values of w x {len(result['seeds'])} seeds = "
-            f"{len(result['cells'])} cells, {result['minutes']:.1f} min on {cfg['n_jobs']} workers "
-            f"(load average {result['load_start']} at start, {result['load_end']} at end; "
-            f"{np.mean([c['seconds'] for c in result['cells']]):.0f} s per cell). "
+            f"## {_title(study)}" + (" (--quick smoke run: not a result)" if result["quick"] else ""), "",
+            f"{len(result['folds'])} fold(s) x {len(weights)} values of w x {len(result['seeds'])} seeds "
+            f"{result['seeds']} = {len(result['cells'])} cells, {_minutes(result):.1f} min on {cfg['n_jobs']} "
+            f"workers in {len(result['runs'])} run(s) (load average at start -> end of each run: "
+            + "; ".join(f"{r['load_start']} -> {r['load_end']}" for r in result["runs"])
+            + f"; {np.mean([c['seconds'] for c in result['cells']]):.0f} s per cell). "
             f"{cfg['sessions']} result page(s) per training and validation query; training rows per cell after "
             "down-sampling (mean): " + "; ".join(
                 f"{p} {s['train_rows']:,.0f} rows, {s['train_clicks']:,.0f} clicks" for p, s in sizes.items())
-            + f". Trainer: {json.dumps(cfg['trainer'])}.", "",
+            + f". Trainer: {_trainer_text(cfg)}.", "",
         ]
         head = ["| method | " + " | ".join(f"w = {w:g}" for w in weights) + " |", "| --- |" + " ---: |" * len(weights)]
         for protocol in PROTOCOLS:
@@ -311,7 +426,7 @@ def report(results, machine):
                     cells.append(f"{m['mean']:.3f} ± {m['ci95']:.3f}{sd}")
                 lines.append(f"| {method} | " + " | ".join(cells) + " |")
             lines += ["", "Difference from the Single Tower (p):", "", *head]
-            for method in VARIANTS:
+            for method in _variants(result):
                 cells = [f"{t['difference']:+.3f} ({_fmt_p(t['randomization_pvalue'])})"
                          for t in (summary[protocol, w]["tests"][method] for w in weights)]
                 lines.append(f"| {method} | " + " | ".join(cells) + " |")
@@ -327,7 +442,7 @@ def report(results, machine):
                   "`exp(o(p) - o(1))` at p = 2 / 5 / 10, the click-odds ratio to position 1 (the relative "
                   "examination probability when clicks are rare; truth 1/p: 0.50 / 0.20 / 0.10), observation tower "
                   "in eval mode (no dropout), median over folds and seeds.", ""]
-        curve_methods = [m for m in _methods(result) if m in (*VARIANTS, OURS)]
+        curve_methods = [m for m in _methods(result) if m in (*_variants(result), OURS)]
         for protocol in PROTOCOLS:
             lines += [f"{PROTOCOL_NAMES[protocol]}:", "", *head]
             for method in curve_methods:
@@ -349,7 +464,7 @@ def plot_curves(results, path):
     fig, axes = plt.subplots(len(results), 2, figsize=(12, 4.2 * len(results)), squeeze=False)
     for row, (study, result) in zip(axes, results.items(), strict=True):
         weights = result["weights"]
-        methods = [m for m in _methods(result) if m in (*VARIANTS, OURS)]
+        methods = [m for m in _methods(result) if m in (*_variants(result), OURS)]
         for ax, protocol in zip(row, PROTOCOLS, strict=True):
             ax.plot(positions, 1 / positions, "k--", lw=2, label="truth 1/position")
             for j, method in enumerate(methods):
@@ -357,12 +472,148 @@ def plot_curves(results, path):
                     ax.plot(positions, _curve(result, protocol, w, method), style, color=f"C{j}", marker=".",
                             label=f"{method}, w={w:g}")
             ax.set(yscale="log", ylim=(1e-3, 10), xticks=positions[::2], xlabel="display position",
-                   ylabel="exp(o(p) - o(1))", title=f"{STUDY_NAMES[study]}: {PROTOCOL_NAMES[protocol]}")
+                   ylabel="exp(o(p) - o(1))", title=f"{_title(study)}: {PROTOCOL_NAMES[protocol]}")
             ax.title.set_fontsize(9)
             ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+# ------------------------------------------------------------- the final table
+
+
+FINAL_VARIANTS = ("Single Tower", "Two Tower", "PAL multiplicative", "Observation Dropout", "Gradient Reversal")
+TRAINER_ORDER = ("current", "first", "library")
+
+
+def _studies_of(results, dataset):
+    """``{trainer: study}`` of one data set, in :data:`TRAINER_ORDER`."""
+    found = {key.split(" ", 1)[1]: result for key, result in results.items() if key.split(" ", 1)[0] == dataset}
+    return {t: found[t] for t in (*TRAINER_ORDER, *sorted(set(found) - set(TRAINER_ORDER))) if t in found}
+
+
+def _order_text(entry, methods):
+    means = {m: entry["methods"][m]["mean"] for m in methods}
+    return " < ".join(sorted(means, key=means.get))
+
+
+def final_table(results, w_final=1.0):
+    """The published row, each trainer's row per data set and protocol at ``w_final``, and the orders at every w."""
+    lines = [
+        "## Summary: the published row, the reference trainer (both versions) and the library", "",
+        f"NDCG@5 at w = {w_final:g} (mean ± 95% CI over test queries), and below it the difference from the same "
+        "trainer's Single Tower with the paired randomization p-value. The published row is MSLR-WEB30K, one "
+        "seed, one fold, protocol (b), no CI. \"order\" lists the four published methods by their means, lowest "
+        "first (published: Single Tower < Two Tower < Observation Dropout < Gradient Reversal). Two Tower = PAL "
+        "additive.", "",
+    ]
+    head = ["| trainer | " + " | ".join(FINAL_VARIANTS) + " | order |", "| --- |" + " ---: |" * len(FINAL_VARIANTS)
+            + " --- |"]
+    published = ["| published (yng87/unbiased-ltr, first version) | " + " | ".join(
+        f"{PUBLISHED_W1[m]:.3f}" if m in PUBLISHED_W1 else "" for m in FINAL_VARIANTS) + " | "
+        + " < ".join(PUBLISHED_W1) + " |"]
+    verdicts = []
+    for dataset in ("mslr", "mq2008"):
+        studies = _studies_of(results, dataset)
+        if not studies:
+            continue
+        summaries = {t: summarise(r) for t, r in studies.items()}
+        for protocol in PROTOCOLS:
+            lines += [f"### {STUDY_NAMES[dataset]}: {PROTOCOL_NAMES[protocol]}", "", *head,
+                      *(published if protocol == "reference" else [])]
+            for trainer, summary in summaries.items():
+                if (protocol, w_final) not in summary:
+                    continue
+                entry = summary[protocol, w_final]
+                cells = []
+                for method in FINAL_VARIANTS:
+                    if method not in entry["methods"]:
+                        cells.append("")
+                        continue
+                    m = entry["methods"][method]
+                    text = f"{m['mean']:.3f} ± {m['ci95']:.3f}"
+                    if method in entry["tests"]:
+                        t = entry["tests"][method]
+                        text += f"<br>{t['difference']:+.3f} (p {_fmt_p(t['randomization_pvalue'])})"
+                    cells.append(text)
+                lines.append(f"| {TRAINER_NAMES.get(trainer, trainer)} | " + " | ".join(cells) + " | "
+                             + _order_text(entry, METHODS) + " |")
+            lines.append("")
+            for trainer, summary in summaries.items():
+                weights = studies[trainer]["weights"]
+                orders = sum(summary[protocol, w]["published_order"] for w in weights)
+                counts = []
+                for method in _variants(studies[trainer]):
+                    tests = [summary[protocol, w]["tests"][method] for w in weights]
+                    up = sum(t["difference"] > 0 and t["randomization_pvalue"] < 0.05 for t in tests)
+                    down = sum(t["difference"] < 0 and t["randomization_pvalue"] < 0.05 for t in tests)
+                    counts.append(f"{method} above {up}, below {down}")
+                verdicts.append(f"- {STUDY_NAMES[dataset]}, {PROTOCOL_NAMES[protocol]}, "
+                                f"{TRAINER_NAMES.get(trainer, trainer)}: published order at {orders}/{len(weights)} "
+                                f"values of w; significantly (p < 0.05) different from its Single Tower at how many of "
+                                f"the {len(weights)} values of w: " + "; ".join(counts) + ".")
+    lines += ["### Every w: the published order, and significant differences from the Single Tower", "",
+              *verdicts, ""]
+    return lines
+
+
+def plot_final_curves(results, path, w_final=1.0):
+    """Learned curves relative to position 1 at ``w_final`` against the truth 1/p: data sets x protocols."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    positions = np.arange(1, CURVE_POSITIONS + 1)
+    datasets = [d for d in ("mslr", "mq2008") if _studies_of(results, d)]
+    fig, axes = plt.subplots(len(datasets), 2, figsize=(12, 4.4 * len(datasets)), squeeze=False)
+    styles = {"current": ":", "first": "--", "library": "-"}
+    for row, dataset in zip(axes, datasets, strict=True):
+        studies = _studies_of(results, dataset)
+        for ax, protocol in zip(row, PROTOCOLS, strict=True):
+            ax.plot(positions, 1 / positions, "k-", lw=3, alpha=0.4, label="truth 1/position")
+            for trainer, result in studies.items():
+                if w_final not in result["weights"]:
+                    continue
+                for j, method in enumerate(FINAL_VARIANTS[1:]):
+                    if method in _variants(result):
+                        ax.plot(positions, _curve(result, protocol, w_final, method), styles.get(trainer, "-."),
+                                color=f"C{j}", marker="." if trainer == "library" else None,
+                                label=f"{method} ({trainer})")
+            ax.set(yscale="log", ylim=(1e-3, 10), xticks=positions[::2], xlabel="display position",
+                   ylabel="learned curve / curve at position 1",
+                   title=f"{STUDY_NAMES[dataset]}: {PROTOCOL_NAMES[protocol]}, w = {w_final:g}")
+            ax.title.set_fontsize(9)
+            ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- store
+
+
+def _normalise_json(value):
+    return json.loads(json.dumps(value))
+
+
+def open_store(json_path):
+    """The studies stored so far; studies of the earlier format (keys without a trainer) are migrated."""
+    results = json.loads(json_path.read_text()) if json_path.exists() else {}
+    for key in list(results):
+        if " " not in key:  # the first study's format: "mq2008" was the current version of the trainer
+            study = results.pop(key)
+            study.setdefault("runs", [{"seconds": 60 * study.pop("minutes"), "load_start": study.pop("load_start"),
+                                       "load_end": study.pop("load_end"), "cells": len(study["cells"])}])
+            results[study_key(key, "current")] = study
+    return results
+
+
+def save_store(results, json_path):
+    tmp = json_path.with_name(json_path.name + ".tmp")
+    tmp.write_text(json.dumps(results))
+    os.replace(tmp, json_path)
 
 
 # --------------------------------------------------------------------------- main
@@ -390,6 +641,9 @@ def parse_args(argv=None):
     parser.add_argument("--dropout-on", choices=["output", "hidden"], default="output",
                         help="observation dropout on o (repository HEAD) or on its 32 hidden units (first version)")
     parser.add_argument("--no-ours", action="store_true", help="leave out TwoTowerDebiasedRanker")
+    parser.add_argument("--library", action="store_true",
+                        help="train the library's variants (LIBRARY) instead of the reference trainer")
+    parser.add_argument("--fresh", action="store_true", help="start the study over instead of resuming it")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--out", default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args(argv)
@@ -400,43 +654,80 @@ def parse_args(argv=None):
     return args
 
 
+def _settings(args, study):
+    """The configuration of a study: what a resumed run must share with the stored cells."""
+    return _normalise_json({
+        "sessions": args.mq_sessions if study == "mq2008" else args.mslr_sessions, "keep": args.keep,
+        "n_jobs": args.n_jobs,
+        "trainer": {"max_epochs": args.max_epochs, "patience": args.patience, "batch_size": args.batch_size,
+                    "dropout_on": args.dropout_on},
+        "lambdamart": {"n_estimators": 20 if args.quick else 100, "learning_rate": 0.05},
+        "ours": None if (args.no_ours or args.library) else {
+            "hidden_sizes": (64, 32), "max_position": 120, "lr": 1e-3, "weight_decay": 1e-5,
+            "observation_lr": 1e-2, "max_epochs": 2 if args.quick else 20, "batch_size": 32},
+        "library": None if not args.library else {
+            "hidden_sizes": (64, 32), "max_position": 120, "lr": 1e-3, "weight_decay": 1e-5,
+            "observation_lr": 1e-2, "max_epochs": 2 if args.quick else 20, "batch_size": 32},
+    })
+
+
+def _same_settings(stored, new):
+    ignore = ("n_jobs",)
+    return {k: v for k, v in stored.items() if k not in ignore} == {k: v for k, v in new.items() if k not in ignore}
+
+
+def run_study(args, dataset, results, json_path):
+    """Run the missing cells of one study, saving each finished cell at once (a cut-off run resumes)."""
+    key = study_key(dataset, trainer_of(args))
+    cfg = _settings(args, dataset)
+    seeds = list(range(args.seeds or {"mq2008": 5, "mslr": 3}[dataset]))
+    folds, y_max = load_study(args, dataset)
+    study = results.get(key)
+    if study is not None and (args.fresh or not _same_settings(study["config"], cfg)
+                              or study["quick"] != args.quick):
+        if not args.fresh:
+            raise SystemExit(f"{json_path} holds study {key!r} with other settings ({study['config']!r}); "
+                             "pass --fresh to start it over or --out elsewhere.")
+        study = None
+    if study is None:
+        study = results[key] = {"config": cfg, "weights": [], "folds": [], "seeds": [], "quick": args.quick,
+                                "runs": [], "test_queries": {}, "cells": []}
+    study["config"]["n_jobs"] = args.n_jobs
+    study["weights"] = sorted(set(study["weights"]) | set(args.weights), reverse=True)
+    study["folds"] = sorted(set(study["folds"]) | set(folds))
+    study["seeds"] = sorted(set(study["seeds"]) | set(seeds))
+    study["test_queries"].update({str(f): _test_queries(*folds[f]["test"][1:])[0].tolist() for f in folds})
+    done = {(c["fold"], c["w"], c["seed"]) for c in study["cells"]}
+    tasks = [(fold, w, seed) for fold in folds for w in args.weights for seed in seeds if (fold, w, seed) not in done]
+    print(f"{key}: {len(done)} cells stored, {len(tasks)} to run", flush=True)
+    load_start, start = " ".join(Path("/proc/loadavg").read_text().split()[:3]), time.perf_counter()
+    try:
+        cells = Parallel(n_jobs=args.n_jobs, verbose=5, return_as="generator_unordered")(
+            delayed(run_cell)(dataset, fold, w, seed, folds[fold], y_max, cfg) for fold, w, seed in tasks)
+        for cell in cells:
+            study["cells"].append(cell)
+            save_store(results, json_path)
+    finally:
+        study["runs"].append({"seconds": time.perf_counter() - start, "load_start": load_start,
+                              "load_end": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+                              "cells": len(study["cells"]) - len(done)})
+        save_store(results, json_path)
+
+
 def main(argv=None):
     args = parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / "debias_protocols.json"
-    results = json.loads(json_path.read_text()) if json_path.exists() else {}
-    for study in (["mq2008", "mslr"] if args.study == "both" else [args.study]):
-        load_start = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-        start = time.perf_counter()
-        folds, y_max = load_study(args, study)
-        cfg = {
-            "sessions": args.mq_sessions if study == "mq2008" else args.mslr_sessions, "keep": args.keep,
-            "n_jobs": args.n_jobs,
-            "trainer": {"max_epochs": args.max_epochs, "patience": args.patience, "batch_size": args.batch_size,
-                        "dropout_on": args.dropout_on},
-            "lambdamart": {"n_estimators": 20 if args.quick else 100, "learning_rate": 0.05},
-            "ours": None if args.no_ours else {
-                "hidden_sizes": (64, 32), "max_position": 120, "lr": 1e-3, "weight_decay": 1e-5,
-                "observation_lr": 1e-2, "max_epochs": 2 if args.quick else 20, "batch_size": 32},
-        }
-        seeds = list(range(args.seeds or {"mq2008": 5, "mslr": 3}[study]))
-        tasks = [(fold, w, seed) for fold in folds for w in args.weights for seed in seeds]
-        cells = Parallel(n_jobs=args.n_jobs, verbose=5)(
-            delayed(run_cell)(study, fold, w, seed, folds[fold], y_max, cfg) for fold, w, seed in tasks)
-        results[study] = {
-            "config": cfg, "weights": args.weights, "folds": list(folds), "seeds": seeds,
-            "quick": args.quick, "minutes": (time.perf_counter() - start) / 60, "load_start": load_start,
-            "load_end": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
-            "test_queries": {str(f): _test_queries(*folds[f]["test"][1:])[0].tolist() for f in folds},
-            "cells": cells,
-        }
-        json_path.write_text(json.dumps(results))
+    results = open_store(json_path)
+    for dataset in (["mq2008", "mslr"] if args.study == "both" else [args.study]):
+        run_study(args, dataset, results, json_path)
     machine = (f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, torch "
                f"{torch.__version__}, CPU only, 1 thread per worker"
                + ("; **--quick smoke run: not a result**" if args.quick else "") + ".)")
     (out / "debias_protocols.md").write_text(report(results, machine))
     plot_curves(results, out / "debias_protocols_curves.png")
+    plot_final_curves(results, out / "debias_protocols_final.png")
     print((out / "debias_protocols.md").read_text())
 
 
