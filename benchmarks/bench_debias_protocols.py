@@ -644,6 +644,8 @@ def parse_args(argv=None):
     parser.add_argument("--library", action="store_true",
                         help="train the library's variants (LIBRARY) instead of the reference trainer")
     parser.add_argument("--fresh", action="store_true", help="start the study over instead of resuming it")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: rewrite the report and figures from the stored studies")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--out", default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args(argv)
@@ -720,7 +722,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / "debias_protocols.json"
     results = open_store(json_path)
-    for dataset in (["mq2008", "mslr"] if args.study == "both" else [args.study]):
+    for dataset in [] if args.report_only else (["mq2008", "mslr"] if args.study == "both" else [args.study]):
         run_study(args, dataset, results, json_path)
     machine = (f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, torch "
                f"{torch.__version__}, CPU only, 1 thread per worker"

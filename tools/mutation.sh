@@ -8,6 +8,9 @@
 #   bash tools/mutation.sh --results                 # the last run's table and survivors, no run
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One thread per test process: MUTMUT_CHILDREN processes share the cores, and a forked torch never
+# inherits a started thread pool.
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export SKLEARN_LTR_DATA="${SKLEARN_LTR_DATA:-$(cd .. && pwd)/shared/data}"
 if [ "${1:-}" != "--results" ]; then
     mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "$@" || true
