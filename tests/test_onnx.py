@@ -343,10 +343,18 @@ def test_lambdamart_splits_that_cannot_be_exported_are_refused():
             return {"num_tree_per_iteration": 1, "tree_info": [{"tree_index": 0, "tree_structure": self.tree}]}
 
     lightgbm_graph(Booster(), 2)
-    with pytest.raises(ValueError, match="categorical split"):
+    # The whole message: what is refused and how to train a model that exports.
+    with pytest.raises(ValueError) as error:
         lightgbm_graph(Booster(decision_type="=="), 2)
-    with pytest.raises(ValueError, match="zero_as_missing"):
+    assert str(error.value) == (
+        "to_onnx exports numerical splits only; this LightGBM model has a categorical split (decision_type '=='). "
+        "Encode categories as numbers (one-hot or ordinal) without LightGBM's categorical_feature to export the "
+        "model.")
+    with pytest.raises(ValueError) as error:
         lightgbm_graph(Booster(missing_type="Zero"), 2)
+    assert str(error.value) == (
+        "to_onnx cannot export splits that treat zero as missing (LightGBM's zero_as_missing=True); train with "
+        "zero_as_missing=False (the default) to export the model.")
 
 
 def test_scorer_validates_its_input(synthetic, synthetic_models, scorers):

@@ -245,3 +245,47 @@ def test_dask_input_refuses_a_query_column(data):
     X, y, qid, _ = data
     with pytest.raises(ValueError, match="query_column is not supported on Dask input"):
         _lambdamart(query_column=0).fit(da.from_array(X), da.from_array(y), da.from_array(qid))
+
+
+# ------------------------------------------------------------ import-time helpers, called directly
+
+
+def test_query_column_constraints_name_the_valid_values():
+    from sklearn_ltr._query_column import _query_column_constraints
+    from sklearn_ltr.utils._sklearn_compat import check_parameters
+
+    constraints = _query_column_constraints()
+    assert len(constraints) == 2 and constraints[1] is None
+    for value in ("qid", 0, np.int64(3), None):
+        check_parameters("Demo", {"query_column": constraints}, {"query_column": value})
+    for value in (1.5, True, ["qid"]):
+        with pytest.raises(ValueError, match=r"The 'query_column' parameter of Demo must be a column name \(str\) "
+                                             r"or an integer column index or None"):
+            check_parameters("Demo", {"query_column": constraints}, {"query_column": value})
+
+
+def test_document_query_column_fills_the_docstring_marker():
+    import textwrap
+
+    from sklearn_ltr._query_column import QUERY_COLUMN_DOC, document_query_column
+
+    class Documented:
+        """Toy.
+
+        Parameters
+        ----------
+        %(query_column)s
+        """
+
+    class Plain:
+        """No marker."""
+
+    class Bare:
+        pass
+
+    assert document_query_column(Documented) is Documented
+    assert Documented.__doc__ == ("Toy.\n\n        Parameters\n        ----------\n    "
+                                  + textwrap.indent(QUERY_COLUMN_DOC.rstrip("\n"), "    ") + "\n        ")
+    assert "%(query_column)s" not in Documented.__doc__ and "\n    \n" not in Documented.__doc__
+    assert document_query_column(Plain).__doc__ == "No marker."
+    assert document_query_column(Bare).__doc__ is None

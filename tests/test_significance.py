@@ -542,3 +542,35 @@ def test_compare_rankings_too_few_defined_queries():
 def test_paired_significance_bad_input(baseline, others, options, error, match):
     with pytest.raises(error, match=match):
         paired_significance(baseline, others, **options)
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({"tests": "t-test"},
+     "per-query values over 4 queries, baseline mean 0.4500\n"
+     "system       mean    difference  t-test p\n"
+     "long name b  0.6000  +0.1500     0.4324\n"
+     "c            0.5000  +0.0500     4.1e-47"),
+    # A correction names no p-value column when there is none: no correction line.
+    ({"tests": "bootstrap", "correction": "holm", "n_resamples": 200, "random_state": 0},
+     "per-query values over 4 queries, baseline mean 0.4500, 200 resamples\n"
+     "system       mean    difference  95% CI\n"
+     "long name b  0.6000  +0.1500     [-0.1250, +0.4000]\n"
+     "c            0.5000  +0.0500     [+0.0500, +0.0500]"),
+    # 4 queries: the 16 sign flips are enumerated, p = 10/16 and 2/16 before Holm's factor 2 for the smaller.
+    ({"tests": "randomization", "correction": "holm", "n_resamples": 200, "random_state": 0},
+     "per-query values over 4 queries, baseline mean 0.4500, 200 resamples\n"
+     "p-values Holm-corrected over 2 systems\n"
+     "system       mean    difference  randomization p (holm)\n"
+     "long name b  0.6000  +0.1500     0.6250\n"
+     "c            0.5000  +0.0500     0.2500"),
+    ({"tests": ("t-test",), "correction": "bonferroni"},
+     "per-query values over 4 queries, baseline mean 0.4500\n"
+     "p-values Bonferroni-corrected over 2 systems\n"
+     "system       mean    difference  t-test p (bonferroni)\n"
+     "long name b  0.6000  +0.1500     0.8648\n"
+     "c            0.5000  +0.0500     8.3e-47"),
+])
+def test_table_repr_by_hand(options, expected):
+    a = np.array([0.1, 0.5, 0.9, 0.3])
+    table = paired_significance(a, {"long name b": np.array([0.2, 0.6, 0.7, 0.9]), "c": a + 0.05}, **options)
+    assert repr(table) == expected

@@ -300,3 +300,44 @@ def test_verbose_table_shows_the_epoch_that_stopped_training(data, capsys):
     assert len(ranker.history_) < 40  # early stopping fired
     rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
     assert rows == [str(epoch) for epoch in range(1, len(ranker.history_) + 1)]
+
+
+@pytest.mark.parametrize(("n_bytes", "text"), [(5e6, "5 MB"), (99_999_999, "100 MB"), (1e8, "0.1 GB"),
+                                               (1.25e9, "1.2 GB"), (3.96e10, "39.6 GB")])
+def test_memory_sizes_in_messages(n_bytes, text):
+    assert _memory._gb(n_bytes) == text
+
+
+@pytest.mark.parametrize(("n_lists", "quadratic", "linear", "budget"),
+                         [(1, 8, 10, 8e5), (4, 3, 200, 2.5e6), (16, 1, 64, 6e8), (1, 0.5, 1, 3.3e12), (2, 1, 1, 48),
+                          (3, 1, 1, 4 * 3 * (3 + 9)), (1, 1, 0, 4 * 2**48)])
+def test_the_advised_list_length_is_the_longest_that_fits(n_lists, quadratic, linear, budget):
+    cap = _memory._longest_fitting(n_lists, quadratic, linear, budget)
+    assert isinstance(cap, int)
+    fits = lambda length: _memory.batch_bytes(n_lists, length, quadratic=quadratic, linear=linear) <= budget  # noqa: E731
+    assert fits(cap) and not fits(cap + 1)
+
+
+def test_the_advised_list_length_search_stops_at_2_to_the_25():
+    # Past 10**7 documents the doubling stops: a budget that fits everything advises 2**25 - 1.
+    assert _memory._longest_fitting(1, 1e-12, 1e-6, 1e18) == 2**25 - 1
+
+
+def test_the_memory_error_states_the_sizes_and_the_caps(monkeypatch):
+    free = 10**7  # 10 MB: budget 8 MB
+    monkeypatch.setattr(_memory, "available_memory", lambda device: free)
+    sizes = np.array([3000, 2000, 10])
+    with pytest.raises(MemoryError) as error:
+        _memory.check_training_memory(owner="R", sizes=sizes, batch_size=2, max_list_length=2500, quadratic=8,
+                                      linear=10, device="cpu", what="the loss")
+    needed = _memory.batch_bytes(2, 2500, quadratic=8, linear=10)
+    budget = _memory.MEMORY_FRACTION * free
+    two = _memory._longest_fitting(2, 8, 10, budget)
+    one = _memory._longest_fitting(1, 8, 10, budget)
+    assert (two, one) == (352, 499)  # 4 * (2 * 352 * 10 + 2 * 352**2 * 8) <= 8e6 < the same at 353
+    assert str(error.value) == (
+        f"R: the largest training batch (2 lists padded to 2500 documents; the longest query has 3000) needs about "
+        f"{_memory._gb(needed)} for the loss, which grows with the square of the list length, but only 10 MB is "
+        f"available on cpu. Set max_list_length={two} or max_list_length={one} with batch_size=1 (training lists "
+        f"are then subsampled; prediction still scores whole lists).")
+    assert _memory._gb(needed) == "0.4 GB"  # 4 * (2 * 2500 * 10 + 2 * 2500**2 * 8) bytes
