@@ -351,6 +351,9 @@ def test_lambdamart_splits_that_cannot_be_exported_are_refused():
         "Encode categories as numbers (one-hot or ordinal) without LightGBM's categorical_feature to export the "
         "model.")
     with pytest.raises(ValueError) as error:
+        lightgbm_graph(Booster(left_child={"leaf_index": 0, "leaf_value": 0.5, "leaf_coeff": [1.0]}), 2)
+    assert str(error.value) == "to_onnx cannot export linear trees (LightGBM's linear_tree=True)."
+    with pytest.raises(ValueError) as error:
         lightgbm_graph(Booster(missing_type="Zero"), 2)
     assert str(error.value) == (
         "to_onnx cannot export splits that treat zero as missing (LightGBM's zero_as_missing=True); train with "
@@ -402,3 +405,22 @@ def test_missing_onnx_names_the_serving_extra(synthetic_models, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(ImportError, match=r"sklearn-ltr\[serving\]"):
         OnnxScorer(b"")
+
+
+def test_lambdamart_export_declares_the_lowest_ir_version_of_its_opsets(synthetic_models):
+    # The lowest IR version lets older runtimes load the file (onnx's default is the newest it knows).
+    model = to_onnx(synthetic_models["lambdamart"])
+    assert model.ir_version == onnx.helper.find_min_ir_version_for(list(model.opset_import))
+    assert model.ir_version < onnx.IR_VERSION
+
+
+def test_early_stopped_lambdamart_exports_the_trees_predict_uses(synthetic):
+    X, y, qid = synthetic
+    train = qid < 20
+    ranker = LambdaMARTRanker(n_estimators=300, early_stopping_rounds=3, n_jobs=1, random_state=0)
+    ranker.fit(X[train], y[train], groups=qid[train], eval_set=[(X[~train], y[~train], qid[~train])])
+    rounds_run = len(ranker.evals_result_["valid_0"]["ndcg@10"])
+    assert ranker.best_iteration_ < rounds_run
+    # The ranker keeps the best round's trees only, so the export's num_iteration=best_iteration reads them all.
+    assert ranker.booster_.num_trees() == ranker.best_iteration_
+    assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= TOLERANCE

@@ -1,0 +1,56 @@
+"""The command line's messages for unreadable files, by hand (each function called directly)."""
+
+from __future__ import annotations
+
+import builtins
+import errno
+
+import pytest
+
+from sklearn_ltr.cli._data_files import _short, input_error
+from sklearn_ltr.cli._errors import CLIError
+from sklearn_ltr.cli._model_files import _skops_io
+
+
+def test_an_os_error_names_its_own_file_and_reason():
+    err = FileNotFoundError(errno.ENOENT, "No such file or directory", "data/train.txt.query")
+    message = input_error("data/train.txt", err)
+    assert isinstance(message, CLIError)
+    assert str(message) == "cannot read data file 'data/train.txt.query': No such file or directory."
+
+
+def test_an_os_error_without_a_file_names_the_path():
+    assert str(input_error("t.txt", OSError("disk on fire"), what="scores file")) == (
+        "cannot read scores file 't.txt': disk on fire.")
+
+
+def test_a_value_error_that_names_the_file_is_kept_with_one_full_stop():
+    assert str(input_error("t.txt", ValueError("t.txt, line 3: bad label 'x'..."))) == "t.txt, line 3: bad label 'x'."
+    assert str(input_error("t.txt", ValueError("bad label"))) == "cannot read data file 't.txt': bad label."
+    assert str(input_error("t.txt", ValueError(".bad."))) == "cannot read data file 't.txt': .bad."
+
+
+def test_other_errors_name_their_type():
+    assert str(input_error("m.bin", EOFError("ran out of input"), what="model file")) == (
+        "cannot read model file 'm.bin': EOFError: ran out of input.")
+
+
+@pytest.mark.parametrize(("text", "shown"),
+                         [("", "''"), ("x" * 30, repr("x" * 30)), ("x" * 31, repr("x" * 30 + "..."))])
+def test_long_fields_are_cut_at_30_characters(text, shown):
+    assert _short(text) == shown
+
+
+def test_a_skops_file_without_skops_says_what_to_install(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_skops(name, *args, **kwargs):
+        if name.startswith("skops"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_skops)
+    with pytest.raises(CLIError) as error:
+        _skops_io("model.skops")
+    assert str(error.value) == ("'model.skops' is a skops file (.skops); reading and writing those needs skops: "
+                                "pip install 'sklearn-ltr[serving]'.")
