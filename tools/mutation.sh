@@ -6,6 +6,8 @@
 #   bash tools/mutation.sh                           # every configured module
 #   bash tools/mutation.sh "sklearn_ltr._groups.*"   # one module
 #   bash tools/mutation.sh --results                 # the last run's table and survivors, no run
+#   bash tools/mutation.sh --results "sklearn_ltr.export.*"   # ... of the modules matching the patterns
+# The table is markdown (benchmarks/results/mutation.md keeps the last full one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One thread per test process: MUTMUT_CHILDREN processes share the cores, and a forked torch never
@@ -14,9 +16,13 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export SKLEARN_LTR_DATA="${SKLEARN_LTR_DATA:-$(cd .. && pwd)/shared/data}"
 if [ "${1:-}" != "--results" ]; then
     mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "$@" || true
+else
+    shift
 fi
-python - <<'PY'
-import collections, re, subprocess
+python - "$@" <<'PY'
+import collections, fnmatch, re, subprocess, sys
+
+patterns = sys.argv[1:] or ["*"]
 
 out = subprocess.run(["mutmut", "results", "--all", "true"], capture_output=True, text=True).stdout
 counts = collections.defaultdict(collections.Counter)
@@ -25,10 +31,13 @@ for line in out.splitlines():
     if ":" not in line:
         continue
     name, status = (part.strip() for part in line.strip().rsplit(":", 1))
-    counts[re.split(r"\.x[_ǁ]", name)[0]][status] += 1
+    module = re.split(r"\.x[_ǁ]", name)[0]
+    if not any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(module, p) for p in patterns):
+        continue
+    counts[module][status] += 1
     if status == "survived":
         survivors.append(name)
-print(f"{'module':36s} {'killed':>7s} {'total':>6s} {'score':>7s}  other")
+print("| module | killed | total | score | other | not run |\n| --- | ---: | ---: | ---: | --- | ---: |")
 for module, c in sorted(counts.items()):
     checked = {k: v for k, v in c.items() if k != "not checked"}
     total = sum(checked.values())
@@ -36,7 +45,7 @@ for module, c in sorted(counts.items()):
         continue
     killed = c["killed"] + c["timeout"]  # a mutant that hangs the tests is detected too
     other = {k: v for k, v in checked.items() if k not in ("killed", "timeout")}
-    print(f"{module:36s} {killed:7d} {total:6d} {killed / total:7.1%}  {other}")
+    print(f"| {module} | {killed} | {total} | {killed / total:.1%} | {other or ''} | {c['not checked']} |")
 print(f"\n{len(survivors)} survivors (mutmut show NAME shows each):")
 print("\n".join(survivors))
 PY
