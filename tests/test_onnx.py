@@ -343,6 +343,16 @@ def test_lambdamart_splits_that_cannot_be_exported_are_refused():
             return {"num_tree_per_iteration": 1, "tree_info": [{"tree_index": 0, "tree_structure": self.tree}]}
 
     lightgbm_graph(Booster(), 2)
+    # LightGBM's dumps of single-output models may leave num_tree_per_iteration out: read as 1.
+    dump_model = Booster.dump_model
+    Booster.dump_model = lambda self, num_iteration=None: {
+        "tree_info": [{"tree_index": 0, "tree_structure": self.tree}]}
+    lightgbm_graph(Booster(), 2)
+    Booster.dump_model = lambda self, num_iteration=None: {"num_tree_per_iteration": 3, "tree_info": []}
+    with pytest.raises(ValueError) as error:
+        lightgbm_graph(Booster(), 2)
+    assert str(error.value) == "to_onnx exports single-output LightGBM models only (one tree per iteration)."
+    Booster.dump_model = dump_model
     # The whole message: what is refused and how to train a model that exports.
     with pytest.raises(ValueError) as error:
         lightgbm_graph(Booster(decision_type="=="), 2)
@@ -424,3 +434,27 @@ def test_early_stopped_lambdamart_exports_the_trees_predict_uses(synthetic):
     # The ranker keeps the best round's trees only, so the export's num_iteration=best_iteration reads them all.
     assert ranker.booster_.num_trees() == ranker.best_iteration_
     assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= TOLERANCE
+
+
+def test_random_forest_lambdamart_exports_the_average_of_its_trees(synthetic):
+    X, y, qid = synthetic
+    ranker = LambdaMARTRanker(n_estimators=10, num_leaves=7, subsample=0.7, subsample_freq=1, random_state=0, n_jobs=1,
+                              lgbm_params={"boosting": "rf"}).fit(X, y, groups=qid)
+    assert ranker.booster_.dump_model()["average_output"]
+    assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= TOLERANCE
+
+
+def test_lambdamart_graph_reads_the_trees_up_to_num_iteration(synthetic, synthetic_models):
+    import onnxruntime
+
+    from sklearn_ltr.export._trees import lightgbm_graph
+
+    X, _, _ = synthetic
+    booster = synthetic_models["lambdamart"].booster_
+    assert booster.num_trees() > 5
+    graph, opsets = lightgbm_graph(booster, X.shape[1], num_iteration=5)
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17), *opsets])
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    scores = session.run(None, {"X": X[None].astype(np.float32), "mask": np.ones((1, len(X)), dtype=bool)})[0][0]
+    assert _max_diff(scores, booster.predict(X.astype(np.float32), num_iteration=5)) <= TOLERANCE
+    assert _max_diff(scores, booster.predict(X.astype(np.float32))) > 1e-3  # 5 trees are not all of them
