@@ -289,3 +289,38 @@ def test_document_query_column_fills_the_docstring_marker():
     assert "%(query_column)s" not in Documented.__doc__ and "\n    \n" not in Documented.__doc__
     assert document_query_column(Plain).__doc__ == "No marker."
     assert document_query_column(Bare).__doc__ is None
+
+
+def test_the_most_negative_column_index_is_the_first_column():
+    X = np.arange(12.0).reshape(4, 3)
+    features, ids = split_query_column(X, -3, owner="R")
+    np.testing.assert_array_equal(ids, X[:, 0])
+    np.testing.assert_array_equal(features, X[:, 1:])
+    with pytest.raises(ValueError, match=r"out of range for X with 3 columns: pass an index in \[-3, 2\]"):
+        split_query_column(X, -4, owner="R")
+    with pytest.raises(ValueError, match="out of range"):
+        split_query_column(X, 3, owner="R")
+
+
+def test_query_column_of_reads_the_estimator_or_its_members():
+    from sklearn_ltr._query_column import query_column_of
+
+    assert query_column_of(LambdaMARTRanker(query_column=2)) == 2
+    assert query_column_of(LambdaMARTRanker()) is None
+    # The ensemble has no query_column parameter: it reads its members' column.
+    assert query_column_of(RankingEnsemble(LambdaMARTRanker(query_column="qid"))) == "qid"
+    assert query_column_of(object()) is None
+
+
+def test_query_ids_come_from_X_as_the_pipeline_transforms_it():
+    from sklearn.preprocessing import FunctionTransformer
+
+    from sklearn_ltr._query_column import query_ids_from_X
+
+    X = np.column_stack([np.arange(6.0), np.repeat([7.0, 8.0], 3)])
+    reverse = FunctionTransformer(lambda Z: Z[:, ::-1])
+    pipe = Pipeline([("reverse", reverse), ("rank", LambdaMARTRanker(query_column=0))])
+    np.testing.assert_array_equal(query_ids_from_X(pipe, X), [7, 7, 7, 8, 8, 8])
+    np.testing.assert_array_equal(query_ids_from_X(Pipeline([("rank", LambdaMARTRanker(query_column=1))]), X),
+                                  [7, 7, 7, 8, 8, 8])
+    assert query_ids_from_X(Pipeline([("reverse", reverse), ("rank", LambdaMARTRanker())]), X) is None
