@@ -290,3 +290,19 @@ def test_values_are_the_per_query_metric():
     np.testing.assert_array_equal(table.values[0], ndcg_per_query(y, other, qid, k=10)[1])
     with pytest.raises(ValueError):
         table.values[0, 0] = 1.0
+
+
+def test_to_html_passes_every_option_to_the_report(tmp_path):
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(1)
+    base = rng.uniform(size=40)
+    table = paired_significance(base, {"new": base + rng.normal(0.02, 0.1, size=40)}, tests="t-test")
+    options = {"baseline_name": "old model", "title": "A title", "description": "A description", "alpha": 0.5}
+    write_comparison_report(table, tmp_path / "reference.html", **options)
+    reference = (tmp_path / "reference.html").read_text(encoding="utf-8")
+    assert table.to_html(**options) == reference
+    assert table.to_html(tmp_path / "page.html", **options) is None
+    assert (tmp_path / "page.html").read_text(encoding="utf-8") == reference
+    # Each option shows on the page: leaving any one out changes it.
+    for name in options:
+        assert table.to_html(**{k: v for k, v in options.items() if k != name}) != reference, name

@@ -458,3 +458,18 @@ def test_lambdamart_graph_reads_the_trees_up_to_num_iteration(synthetic, synthet
     scores = session.run(None, {"X": X[None].astype(np.float32), "mask": np.ones((1, len(X)), dtype=bool)})[0][0]
     assert _max_diff(scores, booster.predict(X.astype(np.float32), num_iteration=5)) <= TOLERANCE
     assert _max_diff(scores, booster.predict(X.astype(np.float32))) > 1e-3  # 5 trees are not all of them
+
+
+def test_lambdamart_graph_scores_a_batch_of_padded_lists(synthetic, synthetic_models):
+    import onnxruntime
+
+    X, _, _ = synthetic
+    ranker = synthetic_models["lambdamart"]
+    session = onnxruntime.InferenceSession(to_onnx(ranker).SerializeToString(), providers=["CPUExecutionProvider"])
+    lists = X[:12].reshape(3, 4, X.shape[1]).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]], dtype=bool)
+    scores = session.run(None, {"X": lists, "mask": mask})[0]
+    assert scores.shape == (3, 4)
+    expected = ranker.predict(X[:12]).reshape(3, 4)
+    assert _max_diff(scores[mask], expected[mask]) <= TOLERANCE
+    assert (scores[~mask] == 0).all()  # padding slots score exactly 0
