@@ -574,3 +574,22 @@ def test_table_repr_by_hand(options, expected):
     a = np.array([0.1, 0.5, 0.9, 0.3])
     table = paired_significance(a, {"long name b": np.array([0.2, 0.6, 0.7, 0.9]), "c": a + 0.05}, **options)
     assert repr(table) == expected
+
+
+@pytest.mark.parametrize(("p", "text"), [(None, "-"), (1.0, "1.0000"), (0.5, "0.5000"), (1e-4, "0.0001"),
+                                         (9.9e-5, "9.9e-05"), (0.0, "0.0e+00")])
+def test_p_values_print_with_four_decimals_or_in_scientific_notation(p, text):
+    from sklearn_ltr.metrics._significance_results import _format_p
+
+    assert _format_p(p) == text
+
+
+def test_t_test_of_equal_nonzero_differences_is_certain():
+    from sklearn_ltr.metrics._significance_stats import _t_test
+
+    # Every difference exactly 0.5: zero variance, nonzero mean (scipy: t = inf, p = 0).
+    t, p = _t_test(np.full(6, 0.5))
+    assert t == np.inf and p == 0.0
+    assert _t_test(np.zeros(6)) == (0.0, 1.0)
+    t, p = _t_test(np.array([-1.0, 1.0, -1.0, 1.0]))  # mean 0, variance > 0
+    assert t == 0.0 and p == pytest.approx(1.0)
