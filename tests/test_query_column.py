@@ -324,3 +324,17 @@ def test_query_ids_come_from_X_as_the_pipeline_transforms_it():
     np.testing.assert_array_equal(query_ids_from_X(Pipeline([("rank", LambdaMARTRanker(query_column=1))]), X),
                                   [7, 7, 7, 8, 8, 8])
     assert query_ids_from_X(Pipeline([("reverse", reverse), ("rank", LambdaMARTRanker())]), X) is None
+
+
+def test_query_ids_from_X_through_two_transformers_and_its_error_names_the_ranker():
+    from sklearn.preprocessing import FunctionTransformer
+
+    from sklearn_ltr._query_column import query_ids_from_X
+
+    X = np.column_stack([np.arange(6.0), np.repeat([7.0, 8.0], 3), np.zeros(6)])
+    reverse = FunctionTransformer(lambda Z: Z[:, ::-1])
+    drop_first = FunctionTransformer(lambda Z: Z[:, 1:])
+    pipe = Pipeline([("reverse", reverse), ("drop", drop_first), ("rank", LambdaMARTRanker(query_column=0))])
+    np.testing.assert_array_equal(query_ids_from_X(pipe, X), [7, 7, 7, 8, 8, 8])
+    with pytest.raises(ValueError, match=r"query_column=5 of LambdaMARTRanker is out of range for X with 3 columns"):
+        query_ids_from_X(LambdaMARTRanker(query_column=5), X)

@@ -593,3 +593,17 @@ def test_t_test_of_equal_nonzero_differences_is_certain():
     assert _t_test(np.zeros(6)) == (0.0, 1.0)
     t, p = _t_test(np.array([-1.0, 1.0, -1.0, 1.0]))  # mean 0, variance > 0
     assert t == 0.0 and p == pytest.approx(1.0)
+
+
+def test_seeded_monte_carlo_results_stay_the_same():
+    # random_state pins every resample: a user's seeded p-values and intervals must not move between
+    # versions. A deliberate change of the random stream (block width, chunking, dtypes) updates these.
+    rng = np.random.default_rng(42)
+    a = rng.uniform(size=100)
+    others = {"b": a + rng.normal(0.02, 0.1, size=100), "c": a + rng.normal(0.0, 0.1, size=100)}
+    table = paired_significance(a, others, n_resamples=3000, random_state=0)
+    # 2**100 sign patterns: Monte Carlo, p = (1 + extreme) / (1 + resamples).
+    assert [r.randomization_pvalue for r in table] == [171 / 3001, 1870 / 3001]
+    np.testing.assert_allclose([[r.ci_low, r.ci_high] for r in table],
+                               [[-0.000303995550441803, 0.038160728693217585],
+                                [-0.02404876085130457, 0.014787014452425619]], rtol=1e-12)
