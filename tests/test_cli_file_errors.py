@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import errno
 
+import numpy as np
 import pytest
 
 from sklearn_ltr.cli._data_files import _short, input_error
@@ -54,3 +55,37 @@ def test_a_skops_file_without_skops_says_what_to_install(monkeypatch):
         _skops_io("model.skops")
     assert str(error.value) == ("'model.skops' is a skops file (.skops); reading and writing those needs skops: "
                                 "pip install 'sklearn-ltr[serving]'.")
+
+
+def test_a_failed_write_to_a_device_says_so_without_promising_a_previous_file():
+    import os
+
+    from sklearn_ltr.cli._output import write_scores
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux), a device whose writes fail with ENOSPC")
+    with pytest.raises(CLIError) as error:
+        write_scores("/dev/full", [0.5, 0.25])
+    assert str(error.value) == "cannot write scores file '/dev/full': No space left on device."
+
+
+def test_a_failed_write_to_a_file_keeps_the_previous_one(monkeypatch, tmp_path):
+    from sklearn_ltr import _atomic
+    from sklearn_ltr.cli import _output
+
+    def full_disk(path, write):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_atomic, "write_atomically", full_disk)
+    path = str(tmp_path / "scores.txt")
+    with pytest.raises(CLIError) as error:
+        _output.write_scores(path, [0.5])
+    assert str(error.value) == (f"cannot write scores file {path!r}: No space left on device; nothing was written "
+                                "(a previous file is left as it was).")
+
+
+def test_integer_scores_are_written_as_floats(tmp_path):
+    from sklearn_ltr.cli._output import write_scores
+
+    write_scores(str(tmp_path / "s.txt"), np.array([1, -2, 3]))
+    assert (tmp_path / "s.txt").read_text() == "1.0\n-2.0\n3.0\n"
