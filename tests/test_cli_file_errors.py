@@ -89,3 +89,33 @@ def test_integer_scores_are_written_as_floats(tmp_path):
 
     write_scores(str(tmp_path / "s.txt"), np.array([1, -2, 3]))
     assert (tmp_path / "s.txt").read_text() == "1.0\n-2.0\n3.0\n"
+
+
+def test_the_temporary_file_sits_beside_the_target_hidden(tmp_path):
+    # Beside the target, so that os.replace stays on one file system (atomic) and a crash leaves
+    # the fragment where the user looks, as a hidden ".<name>.*.tmp".
+    import os
+
+    from sklearn_ltr._atomic import write_atomically
+
+    seen = []
+
+    def write(f):
+        seen.append(f.name)
+        f.write(b"new")
+
+    write_atomically(tmp_path / "model.bin", write)
+    (name,) = seen
+    assert os.path.dirname(name) == str(tmp_path)
+    assert os.path.basename(name).startswith(".model.bin.") and name.endswith(".tmp")
+    assert (tmp_path / "model.bin").read_bytes() == b"new" and not os.path.exists(name)
+
+
+def test_standard_output_needs_no_check_of_the_file_system(monkeypatch):
+    from sklearn_ltr.cli import _output
+
+    def no_file(*args, **kwargs):
+        raise AssertionError("check_output_path('-') must not create a file")
+
+    monkeypatch.setattr(_output.tempfile, "NamedTemporaryFile", no_file)
+    assert _output.check_output_path("-") is None
