@@ -23,6 +23,7 @@ from pathlib import Path
 import joblib
 import numpy as np
 import pytest
+from cli_helpers import assert_user_error, run  # tests/cli_helpers.py
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ltr import LambdaMARTRanker, __version__
@@ -56,22 +57,6 @@ def _params(model):
     return [arg for value in SMALL_PARAMS[model] for arg in ("--param", value)]
 
 
-def run(capsys, *args):
-    """``main(args)``: ``(exit status, stdout, stderr)``."""
-    status = main([str(arg) for arg in args])
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def assert_user_error(capsys, args, *fragments):
-    """The command fails with status 2 and one ``sklearn-ltr: error:`` line naming ``fragments``."""
-    status, _, err = run(capsys, *args)
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sklearn-ltr: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def read_scores(path):

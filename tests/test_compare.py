@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import assert_user_error, run  # tests/cli_helpers.py
 
 from sklearn_ltr.cli import main
 from sklearn_ltr.datasets import dump_svmlight_ranking, load_svmlight_ranking, make_ranking
@@ -25,20 +26,6 @@ METRICS = {"ndcg@10": ("ndcg", 10), "map": ("map", None), "mrr": ("mrr", None)}
 RESAMPLES = 2000
 
 
-def run(capsys, *args):
-    status = main([str(arg) for arg in args])
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def assert_user_error(capsys, args, *fragments):
-    status, _, err = run(capsys, *args)
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sklearn-ltr: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
