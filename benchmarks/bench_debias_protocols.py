@@ -107,6 +107,7 @@ from debias_protocols import (
 )
 
 from sklearn_ltr import LambdaMARTRanker, RankNetRanker, TwoTowerDebiasedRanker
+from sklearn_ltr._atomic import write_atomically
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.metrics import ndcg_per_query, paired_significance
 
@@ -157,6 +158,12 @@ PROTOCOL_NAMES = {"true-rank": "(a) true ranks", "reference": "(b) reference pos
 def study_key(dataset, trainer):
     """Key of a study in ``debias_protocols.json``: ``"mq2008 first"``, ``"mslr library"``, ..."""
     return f"{dataset} {trainer}"
+
+
+def split_key(key):
+    """``(dataset, trainer)`` of a :func:`study_key`."""
+    dataset, trainer = key.split(" ", 1)
+    return dataset, trainer
 
 
 def trainer_of(args):
@@ -359,7 +366,7 @@ def summarise(study_result):
 
 
 def _title(key):
-    dataset, trainer = key.split(" ", 1)
+    dataset, trainer = split_key(key)
     return f"{STUDY_NAMES[dataset]}, {TRAINER_NAMES.get(trainer, trainer)}"
 
 
@@ -380,6 +387,7 @@ def _fmt_p(p):
 
 def report(results, machine):
     """The markdown report of every study in ``results``."""
+    summaries = {study: summarise(result) for study, result in results.items()}
     lines = [
         "# Debiasing from clicks under two position protocols", "",
         "Do the published gains of the two-tower models (Zhang et al., KDD 2023, as reproduced by "
@@ -395,10 +403,10 @@ def report(results, machine):
         "randomization test (10,000 sign flips) of the variant against the Single Tower over test queries. "
         "\"Published order\": Single < Two Tower < Observation Dropout < Gradient Reversal on the means.", "",
         machine, "", "Notes:", "", *(f"- {note}" for note in NOTES), "",
-        *final_table(results),
+        *final_table(results, summaries),
     ]
     for study, result in results.items():
-        summary = summarise(result)
+        summary = summaries[study]
         weights = result["weights"]
         cfg = result["config"]
         sizes = {p: {k: np.mean([c["sizes"][p][k] for c in result["cells"]]) for k in ("train_rows", "train_clicks")}
@@ -489,7 +497,7 @@ TRAINER_ORDER = ("current", "first", "library")
 
 def _studies_of(results, dataset):
     """``{trainer: study}`` of one data set, in :data:`TRAINER_ORDER`."""
-    found = {key.split(" ", 1)[1]: result for key, result in results.items() if key.split(" ", 1)[0] == dataset}
+    found = {split_key(key)[1]: result for key, result in results.items() if split_key(key)[0] == dataset}
     return {t: found[t] for t in (*TRAINER_ORDER, *sorted(set(found) - set(TRAINER_ORDER))) if t in found}
 
 
@@ -498,8 +506,11 @@ def _order_text(entry, methods):
     return " < ".join(sorted(means, key=means.get))
 
 
-def final_table(results, w_final=1.0):
-    """The published row, each trainer's row per data set and protocol at ``w_final``, and the orders at every w."""
+def final_table(results, summaries, w_final=1.0):
+    """The published row, each trainer's row per data set and protocol at ``w_final``, and the orders at every w.
+
+    ``summaries``: :func:`summarise` of each study of ``results``, by key.
+    """
     lines = [
         "## Summary: the published row, the reference trainer (both versions) and the library", "",
         f"NDCG@5 at w = {w_final:g} (mean ± 95% CI over test queries), and below it the difference from the same "
@@ -518,11 +529,11 @@ def final_table(results, w_final=1.0):
         studies = _studies_of(results, dataset)
         if not studies:
             continue
-        summaries = {t: summarise(r) for t, r in studies.items()}
+        summaries_of = {t: summaries[study_key(dataset, t)] for t in studies}
         for protocol in PROTOCOLS:
             lines += [f"### {STUDY_NAMES[dataset]}: {PROTOCOL_NAMES[protocol]}", "", *head,
                       *(published if protocol == "reference" else [])]
-            for trainer, summary in summaries.items():
+            for trainer, summary in summaries_of.items():
                 if (protocol, w_final) not in summary:
                     continue
                 entry = summary[protocol, w_final]
@@ -540,7 +551,7 @@ def final_table(results, w_final=1.0):
                 lines.append(f"| {TRAINER_NAMES.get(trainer, trainer)} | " + " | ".join(cells) + " | "
                              + _order_text(entry, METHODS) + " |")
             lines.append("")
-            for trainer, summary in summaries.items():
+            for trainer, summary in summaries_of.items():
                 weights = studies[trainer]["weights"]
                 orders = sum(summary[protocol, w]["published_order"] for w in weights)
                 counts = []
@@ -611,9 +622,12 @@ def open_store(json_path):
 
 
 def save_store(results, json_path):
-    tmp = json_path.with_name(json_path.name + ".tmp")
-    tmp.write_text(json.dumps(results))
-    os.replace(tmp, json_path)
+    """Write the store whole or not at all (a run stopped mid-write keeps the previous file)."""
+    write_atomically(json_path, lambda f: f.write(json.dumps(results).encode("utf-8")))
+
+
+def _load_average():
+    return " ".join(f"{load:.2f}" for load in os.getloadavg())
 
 
 # --------------------------------------------------------------------------- main
@@ -658,18 +672,18 @@ def parse_args(argv=None):
 
 def _settings(args, study):
     """The configuration of a study: what a resumed run must share with the stored cells."""
+    # One set-up for the library's networks: the context row of the reference studies ("ours") and
+    # the library's variants share it.
+    network = {"hidden_sizes": (64, 32), "max_position": 120, "lr": 1e-3, "weight_decay": 1e-5,
+               "observation_lr": 1e-2, "max_epochs": 2 if args.quick else 20, "batch_size": 32}
     return _normalise_json({
         "sessions": args.mq_sessions if study == "mq2008" else args.mslr_sessions, "keep": args.keep,
         "n_jobs": args.n_jobs,
         "trainer": {"max_epochs": args.max_epochs, "patience": args.patience, "batch_size": args.batch_size,
                     "dropout_on": args.dropout_on},
         "lambdamart": {"n_estimators": 20 if args.quick else 100, "learning_rate": 0.05},
-        "ours": None if (args.no_ours or args.library) else {
-            "hidden_sizes": (64, 32), "max_position": 120, "lr": 1e-3, "weight_decay": 1e-5,
-            "observation_lr": 1e-2, "max_epochs": 2 if args.quick else 20, "batch_size": 32},
-        "library": None if not args.library else {
-            "hidden_sizes": (64, 32), "max_position": 120, "lr": 1e-3, "weight_decay": 1e-5,
-            "observation_lr": 1e-2, "max_epochs": 2 if args.quick else 20, "batch_size": 32},
+        "ours": None if (args.no_ours or args.library) else network,
+        "library": network if args.library else None,
     })
 
 
@@ -702,7 +716,7 @@ def run_study(args, dataset, results, json_path):
     done = {(c["fold"], c["w"], c["seed"]) for c in study["cells"]}
     tasks = [(fold, w, seed) for fold in folds for w in args.weights for seed in seeds if (fold, w, seed) not in done]
     print(f"{key}: {len(done)} cells stored, {len(tasks)} to run", flush=True)
-    load_start, start = " ".join(Path("/proc/loadavg").read_text().split()[:3]), time.perf_counter()
+    load_start, start = _load_average(), time.perf_counter()
     try:
         cells = Parallel(n_jobs=args.n_jobs, verbose=5, return_as="generator_unordered")(
             delayed(run_cell)(dataset, fold, w, seed, folds[fold], y_max, cfg) for fold, w, seed in tasks)
@@ -711,7 +725,7 @@ def run_study(args, dataset, results, json_path):
             save_store(results, json_path)
     finally:
         study["runs"].append({"seconds": time.perf_counter() - start, "load_start": load_start,
-                              "load_end": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+                              "load_end": _load_average(),
                               "cells": len(study["cells"]) - len(done)})
         save_store(results, json_path)
 
