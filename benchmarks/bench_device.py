@@ -151,7 +151,13 @@ def main(argv=None):
             for batch_size in (int(b) for b in args.batch_sizes.split(",")):
                 settings = {**params, "batch_size": batch_size, "max_epochs": args.epochs, "device": args.device,
                             "precision": precision, "random_state": 0}
-                ranker = cls(**settings).fit(X, y, qid)
+                try:
+                    ranker = cls(**settings).fit(X, y, qid)
+                except MemoryError as error:  # fit's own check, before any training: a row, not a crash
+                    row = f"| {precision} | {name} | {batch_size} | does not fit: {error} |" + " |" * 7
+                    print(row, flush=True)
+                    rows.append(row)
+                    continue
                 fit = fit_docs_per_second(ranker, len(X))
                 loop = hand_loop_docs_per_second(ranker, X, y, qid, args.epochs, ranker.net_.device)
                 module = module_docs_per_second(ranker, X, qid)

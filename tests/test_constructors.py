@@ -13,7 +13,6 @@ import inspect
 import re
 
 import pytest
-from numpydoc.docscrape import ClassDoc
 from sklearn.base import BaseEstimator
 
 import sklearn_ltr
@@ -49,6 +48,7 @@ def _parameters(cls):
 
 def _documented(cls):
     """``name -> type text`` of the Parameters section of ``cls``'s docstring, in order."""
+    ClassDoc = pytest.importorskip("numpydoc.docscrape", reason="the test extra brings numpydoc").ClassDoc
     doc = ClassDoc(cls, config={"show_class_members": False})
     entries = {}
     for parameter in doc["Parameters"]:

@@ -190,6 +190,32 @@ def test_the_memory_advice_names_each_cap_once(monkeypatch):
     assert len(caps) == 1, str(error.value)
 
 
+def test_the_memory_advice_is_a_smaller_batch_when_whole_lists_fit_in_one(monkeypatch):
+    # Seen on an H200: 1,000 lists of 696 documents did not fit, one list did, and the advice was
+    # max_list_length=27684 with batch_size=1, a cap far above the longest list.
+    free = 10**7  # budget 8 MB; one list of 300 needs 4 * (300 * 10 + 300**2 * 8) = 2.892 MB
+    monkeypatch.setattr(_memory, "available_memory", lambda device: free)
+    with pytest.raises(MemoryError) as error:
+        _memory.check_training_memory(owner="R", sizes=np.array([300] * 8 + [5]), batch_size=8, max_list_length=None,
+                                      quadratic=8, linear=10, device="cpu", what="the loss")
+    budget = _memory.MEMORY_FRACTION * free
+    cap = _memory._longest_fitting(8, 8, 10, budget)
+    assert cap < 300
+    assert str(error.value).endswith(
+        f"Set max_list_length={cap} (training lists are then subsampled; prediction still scores whole lists) "
+        f"or batch_size=2.")
+    # The advised batch is the largest that fits: 2 lists of 300 fit the 8 MB budget, 3 do not.
+    assert _memory.batch_bytes(2, 300, quadratic=8, linear=10) <= budget < _memory.batch_bytes(3, 300, quadratic=8,
+                                                                                              linear=10)
+
+
+def test_the_memory_advice_for_a_model_too_large_even_for_short_lists(monkeypatch):
+    monkeypatch.setattr(_memory, "available_memory", lambda device: 100)
+    with pytest.raises(MemoryError, match=r"is available on cpu\. Set a smaller model\.$"):
+        _memory.check_training_memory(owner="R", sizes=np.array([300, 300]), batch_size=2, max_list_length=None,
+                                      quadratic=8, linear=10, device="cpu", what="the loss")
+
+
 def test_available_memory_of_cuda_without_an_index(monkeypatch):
     seen = []
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
@@ -338,6 +364,6 @@ def test_the_memory_error_states_the_sizes_and_the_caps(monkeypatch):
     assert str(error.value) == (
         f"R: the largest training batch (2 lists padded to 2500 documents; the longest query has 3000) needs about "
         f"{_memory._gb(needed)} for the loss, which grows with the square of the list length, but only 10 MB is "
-        f"available on cpu. Set max_list_length={two} or max_list_length={one} with batch_size=1 (training lists "
-        f"are then subsampled; prediction still scores whole lists).")
+        f"available on cpu. Set max_list_length={two} (training lists are then subsampled; prediction still "
+        f"scores whole lists) or max_list_length={one} with batch_size=1.")
     assert _memory._gb(needed) == "0.4 GB"  # 4 * (2 * 2500 * 10 + 2 * 2500**2 * 8) bytes

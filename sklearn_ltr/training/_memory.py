@@ -134,20 +134,25 @@ def check_training_memory(*, owner, sizes, batch_size, max_list_length, quadrati
     if free is None or needed <= MEMORY_FRACTION * free:
         return
     budget = MEMORY_FRACTION * free
-    # The longest training list that fits with the current batch size, and with batch_size=1.
-    fits = [n for n in (n_lists, 1) if batch_bytes(n, 2, quadratic=quadratic, linear=linear) <= budget]
-    advice, caps = [], set()
-    for n in fits:
-        cap = _longest_fitting(n, quadratic, linear, budget)
-        if cap not in caps:  # n_lists may be 1 already, or both caps equal: say each once
-            caps.add(cap)
-            advice.append(f"max_list_length={cap}" + ("" if n == n_lists else " with batch_size=1"))
-    fix = (" or ".join(advice) + " (training lists are then subsampled; prediction still scores whole lists)"
-           if advice else "a smaller model")
+    fix = []
+    # The longest training list that fits with the current batch size.
+    if batch_bytes(n_lists, 2, quadratic=quadratic, linear=linear) <= budget:
+        fix.append(f"max_list_length={_longest_fitting(n_lists, quadratic, linear, budget)}")
+    if n_lists > 1:
+        per_list = batch_bytes(1, length, quadratic=quadratic, linear=linear)
+        if per_list <= budget:
+            # Whole lists fit in smaller batches: a cap longer than the list would change nothing.
+            fix.append(f"batch_size={int(budget // per_list)}")
+        elif batch_bytes(1, 2, quadratic=quadratic, linear=linear) <= budget:
+            fix.append(f"max_list_length={_longest_fitting(1, quadratic, linear, budget)} with batch_size=1")
+    if not fix:
+        fix = ["a smaller model"]
+    elif fix[0].startswith("max_list_length"):
+        fix[0] += " (training lists are then subsampled; prediction still scores whole lists)"
     raise MemoryError(
         f"{owner}: the largest training batch ({n_lists} lists padded to {length} documents; the longest "
         f"query has {longest}) needs about {_gb(needed)} for {what}, which grows with the square of the list "
-        f"length, but only {_gb(free)} is available on {torch.device(device).type}. Set {fix}."
+        f"length, but only {_gb(free)} is available on {torch.device(device).type}. Set {' or '.join(fix)}."
     )
 
 
