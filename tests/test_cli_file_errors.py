@@ -119,3 +119,37 @@ def test_standard_output_needs_no_check_of_the_file_system(monkeypatch):
 
     monkeypatch.setattr(_output.tempfile, "NamedTemporaryFile", no_file)
     assert _output.check_output_path("-") is None
+
+
+def test_check_output_path_names_the_output_file_and_out_by_default(tmp_path):
+    from sklearn_ltr.cli._output import check_output_path
+
+    with pytest.raises(CLIError) as error:
+        check_output_path("")
+    assert str(error.value) == "--out is empty; give a file name for the output file."
+    with pytest.raises(CLIError) as error:
+        check_output_path(str(tmp_path))
+    assert str(error.value) == f"--out {str(tmp_path)!r} is a directory; give a file name for the output file."
+
+
+def test_the_output_probe_is_a_hidden_temporary_like_the_atomic_write(tmp_path, monkeypatch):
+    # The probe is named as write_atomically's temporary (".<name>.<random>.tmp" beside the target),
+    # so a run killed between the two leaves the same kind of hidden file, never a visible one.
+    import os
+
+    from sklearn_ltr.cli import _output
+
+    seen = []
+    real = _output.tempfile.NamedTemporaryFile
+
+    def spy(*args, **kwargs):
+        handle = real(*args, **kwargs)
+        seen.append(handle.name)
+        return handle
+
+    monkeypatch.setattr(_output.tempfile, "NamedTemporaryFile", spy)
+    assert _output.check_output_path(str(tmp_path / "scores.txt")) is None
+    (name,) = seen
+    assert os.path.dirname(name) == str(tmp_path)
+    assert os.path.basename(name).startswith(".scores.txt.") and name.endswith(".tmp")
+    assert os.listdir(tmp_path) == []  # removed at once, and the target not created

@@ -293,3 +293,9 @@ def test_to_html_passes_every_option_to_the_report(tmp_path):
     # Each option shows on the page: leaving any one out changes it.
     for name in options:
         assert table.to_html(**{k: v for k, v in options.items() if k != name}) != reference, name
+    # And the defaults are the report's own.
+    write_comparison_report(table, tmp_path / "defaults.html")
+    defaults = (tmp_path / "defaults.html").read_text(encoding="utf-8")
+    assert table.to_html() == defaults
+    assert table.to_html(tmp_path / "page.html") is None
+    assert (tmp_path / "page.html").read_text(encoding="utf-8") == defaults

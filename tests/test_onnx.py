@@ -321,6 +321,38 @@ def test_lambdamart_missing_values_as_lightgbm():
     assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X_test), ranker.predict(X_test)) <= 1e-6
 
 
+def test_lambdamart_missing_values_on_a_threshold_of_exactly_zero_as_lightgbm():
+    # With missing_type "None" LightGBM reads a NaN as 0, and 0 <= 0.0 goes left. LightGBM itself
+    # writes its zero threshold as 1e-35, so the model is a trained one with every threshold set to
+    # 0 in its text (the tree sizes dropped, since they no longer match) and reloaded.
+    import re
+
+    import lightgbm
+    import onnxruntime
+
+    from sklearn_ltr.export._trees import lightgbm_graph
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)
+    ranker = LambdaMARTRanker(n_estimators=3, num_leaves=4, random_state=0, n_jobs=1)
+    text = ranker.fit(X, y, groups=np.repeat(np.arange(30), 20)).booster_.model_to_string()
+    text = re.sub(r"^threshold=(.*)$", lambda m: "threshold=" + " ".join("0" for _ in m.group(1).split()), text,
+                  flags=re.M)
+    booster = lightgbm.Booster(model_str=re.sub(r"^tree_sizes=.*\n", "", text, flags=re.M))
+    splits = _split_thresholds(booster)
+    assert len(splits) == 9 and {t for _, t in splits} == {0.0}
+    values = (-1.0, 0.0, 1.0, np.nan)
+    rows = np.array([[a, b] for a in values for b in values], dtype=np.float32)
+    graph, opsets = lightgbm_graph(booster, 2)
+    opsets = [onnx.helper.make_opsetid("", 17), *opsets]
+    model = onnx.helper.make_model(graph, opset_imports=opsets, ir_version=onnx.helper.find_min_ir_version_for(opsets))
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    scores = session.run(None, {"X": rows[None], "mask": np.ones((1, len(rows)), dtype=bool)})[0][0]
+    expected = booster.predict(rows)
+    np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-6)
+
+
 def test_lambdamart_early_stopping_exports_the_best_iteration(synthetic):
     X, y, qid = synthetic
     train, valid = qid % 2 == 0, qid % 2 == 1

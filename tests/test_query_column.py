@@ -338,3 +338,87 @@ def test_query_ids_from_X_through_two_transformers_and_its_error_names_the_ranke
     np.testing.assert_array_equal(query_ids_from_X(pipe, X), [7, 7, 7, 8, 8, 8])
     with pytest.raises(ValueError, match=r"query_column=5 of LambdaMARTRanker is out of range for X with 3 columns"):
         query_ids_from_X(LambdaMARTRanker(query_column=5), X)
+
+
+@pytest.mark.parametrize("n_columns", [10, 11])
+def test_the_missing_column_message_lists_ten_columns_at_most(n_columns):
+    frame = pd.DataFrame(np.zeros((2, n_columns)), columns=[f"c{i}" for i in range(n_columns)])
+    with pytest.raises(ValueError) as error:
+        split_query_column(frame, "qid", owner="R")
+    shown = [f"c{i}" for i in range(10)]
+    assert str(error.value) == (
+        f"query_column='qid' of R is not a column of X (columns: {shown}{' ...' if n_columns == 11 else ''}). "
+        f"Pass X with a 'qid' column of query ids, or set query_column to the name of the column that holds them.")
+
+
+@pytest.mark.parametrize("make", [np.zeros, lambda shape: pd.DataFrame(np.zeros(shape))], ids=["array", "frame"])
+def test_an_index_out_of_range_names_the_ranker_for_arrays_and_frames(make):
+    with pytest.raises(ValueError) as error:
+        split_query_column(make((2, 3)), 5, owner="R")
+    assert str(error.value) == ("query_column=5 of R is out of range for X with 3 columns: pass an index in [-3, 2] "
+                                "of the column that holds the query ids.")
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "lil"])
+def test_a_sparse_X_of_any_format_splits_into_csr_features_and_its_query_ids(fmt):
+    dense = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 3.0, 0.0], [0.0, 0.0, 5.0]])
+    X = sp.csr_matrix(dense).asformat(fmt)
+    features, ids = split_query_column(X, 1, owner="R")
+    assert features.format == "csr"  # what the rankers' sparse paths read row by row
+    np.testing.assert_array_equal(features.toarray(), dense[:, [0, 2]])
+    np.testing.assert_array_equal(ids, [0, 3, 3, 0])  # implicit zeros are query id 0
+    assert X.format == fmt  # the caller's matrix is not converted in place
+
+
+def test_only_an_object_with_columns_and_iloc_is_read_as_a_dataframe():
+    from sklearn_ltr._query_column import _is_dataframe
+
+    class WithColumns(np.ndarray):
+        columns = ("a", "b")
+
+    class WithIloc(np.ndarray):
+        iloc = None
+
+    assert _is_dataframe(pd.DataFrame({"a": [1]}))
+    for cls in (WithColumns, WithIloc):
+        X = np.array([[7.0, 1.0], [7.0, 2.0]]).view(cls)
+        assert not _is_dataframe(X)
+        features, ids = split_query_column(X, 0)  # read as an array, by position
+        np.testing.assert_array_equal(ids, [7, 7])
+        np.testing.assert_array_equal(np.asarray(features).ravel(), [1.0, 2.0])
+
+
+def test_query_column_of_an_object_with_the_attribute_and_no_getter():
+    from sklearn_ltr._query_column import query_column_of
+
+    class Plain:
+        query_column = "qid"
+
+    class Getter:
+        query_column = "ignored"
+
+        def _query_column(self):
+            return 3
+
+    class NotCallable:
+        _query_column = "not a method"
+        query_column = 1
+
+    assert query_column_of(Plain()) == "qid"
+    assert query_column_of(Getter()) == 3
+    assert query_column_of(NotCallable()) == 1
+
+
+def test_document_query_column_leaves_blank_lines_of_the_entry_blank(monkeypatch):
+    from sklearn_ltr import _query_column
+
+    monkeypatch.setattr(_query_column, "QUERY_COLUMN_DOC", "query_column : int\n\n    Second paragraph.")
+
+    class Documented:
+        """Toy.
+
+        %(query_column)s
+        """
+
+    _query_column.document_query_column(Documented)
+    assert Documented.__doc__ == "Toy.\n\n        query_column : int\n\n        Second paragraph.\n        "

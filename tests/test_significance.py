@@ -607,3 +607,45 @@ def test_seeded_monte_carlo_results_stay_the_same():
     np.testing.assert_allclose([[r.ci_low, r.ci_high] for r in table],
                                [[-0.000303995550441803, 0.038160728693217585],
                                 [-0.02404876085130457, 0.014787014452425619]], rtol=1e-12)
+
+
+def test_a_legacy_random_state_pins_the_seeds_and_advances():
+    # np.random.RandomState seeds (scikit-learn's check_random_state gives them) draw the two seeds
+    # from 4 words of the legacy stream: pinned, as random_state promises, and each call draws anew.
+    from sklearn_ltr.metrics._significance_stats import _seeds
+
+    state = np.random.RandomState(0)
+    assert _seeds(state) == [264448775794216018, 7722257735678147466]
+    assert _seeds(state) == [7166128145106493746, 9114335979556435936]
+    rng = np.random.default_rng(42)
+    a = rng.uniform(size=100)
+    table = paired_significance(a, {"b": a + rng.normal(0.02, 0.1, size=100)}, n_resamples=3000,
+                                random_state=np.random.RandomState(0))
+    assert table[0].randomization_pvalue == 175 / 3001
+    np.testing.assert_allclose([table[0].ci_low, table[0].ci_high], [0.0004087324724193713, 0.03721054333383244],
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e6 / 3])
+def test_ties_are_counted_at_any_scale_of_the_differences(scale):
+    # The tie tolerance is relative to sum(|d|): on differences of order 1e-6 an absolute one would
+    # count near values as ties, and on order 1e5 it would miss ties that differ by rounding.
+    d = np.array([0.1, 0.2, -0.3, 0.3, 0.1, -0.2, 0.4, 0.1, -0.1, 0.3, 0.2, 0.6])
+    expected = float(exact_sign_flip_pvalue([Fraction(str(round(v, 1))) for v in d]))
+    result = significance_stats._randomization_pvalues((d * scale)[None], 2**12, 0)
+    assert result[0] == expected
+
+
+def test_blocks_of_8_up_to_the_byte_blocks_limit_inclusive(monkeypatch):
+    # Up to _BYTE_BLOCKS_MAX_QUERIES queries, blocks of 8: the seeded Monte Carlo draws (one byte
+    # per block) differ from those of blocks of 4, so the limit decides which stream a seed gives.
+    rng = np.random.default_rng(5)
+    d = rng.normal(0.05, 0.2, size=(1, 40))
+
+    def pvalue(limit):
+        monkeypatch.setattr(significance_stats, "_BYTE_BLOCKS_MAX_QUERIES", limit)
+        return significance_stats._randomization_pvalues(d, 2_000, 0)[0]
+
+    bytes_, nibbles = pvalue(1 << 17), pvalue(0)
+    assert bytes_ != nibbles
+    assert pvalue(40) == bytes_ and pvalue(39) == nibbles

@@ -216,6 +216,13 @@ def test_the_memory_advice_for_a_model_too_large_even_for_short_lists(monkeypatc
                                       quadratic=8, linear=10, device="cpu", what="the loss")
 
 
+def test_sizes_are_in_decimal_units():
+    # 1 GB = 10**9 bytes and 1 MB = 10**6: one byte past a rounding boundary rounds up.
+    assert _memory._gb(1_050_000_001) == "1.1 GB"
+    assert _memory._gb(10_500_001) == "11 MB"
+    assert (_memory._gb(99_999_999), _memory._gb(100_000_000)) == ("100 MB", "0.1 GB")
+
+
 def test_available_memory_of_cuda_without_an_index(monkeypatch):
     seen = []
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
