@@ -35,6 +35,7 @@ import torch
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr.datasets import load_svmlight_ranking, make_ranking
+from sklearn_ltr.exceptions import NonFiniteLossError
 from sklearn_ltr.losses import get_loss
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.training._batches import QueryBatches, QueryDataset
@@ -153,8 +154,9 @@ def main(argv=None):
                             "precision": precision, "random_state": 0}
                 try:
                     ranker = cls(**settings).fit(X, y, qid)
-                except MemoryError as error:  # fit's own check, before any training: a row, not a crash
-                    row = f"| {precision} | {name} | {batch_size} | does not fit: {error} |" + " |" * 7
+                except (MemoryError, NonFiniteLossError) as error:  # fit's own checks: a row, not a crash
+                    what = "does not fit" if isinstance(error, MemoryError) else "diverged"
+                    row = f"| {precision} | {name} | {batch_size} | {what}: {error} |" + " |" * 7
                     print(row, flush=True)
                     rows.append(row)
                     continue
