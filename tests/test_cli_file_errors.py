@@ -55,6 +55,13 @@ def test_a_skops_file_without_skops_says_what_to_install(monkeypatch):
         _skops_io("model.skops")
     assert str(error.value) == ("'model.skops' is a skops file (.skops); reading and writing those needs skops: "
                                 "pip install 'sklearn-ltr[serving]'.")
+    # Saving says the same, naming the file to be written.
+    from sklearn_ltr import LambdaMARTRanker
+    from sklearn_ltr.cli._model_files import save_model
+
+    with pytest.raises(CLIError) as error:
+        save_model("out/model.skops", LambdaMARTRanker())
+    assert str(error.value).startswith("'out/model.skops' is a skops file (.skops)")
 
 
 def test_a_failed_write_to_a_device_says_so_without_promising_a_previous_file():
@@ -153,3 +160,70 @@ def test_the_output_probe_is_a_hidden_temporary_like_the_atomic_write(tmp_path, 
     assert os.path.dirname(name) == str(tmp_path)
     assert os.path.basename(name).startswith(".scores.txt.") and name.endswith(".tmp")
     assert os.listdir(tmp_path) == []  # removed at once, and the target not created
+
+
+# ---------------------------------------------------------------- positions and scores files
+
+
+def _rows(tmp_path, text, n_rows, name="ranks.txt", **kwargs):
+    from sklearn_ltr.cli._data_files import read_rows_of_numbers
+
+    path = tmp_path / name
+    path.write_text(text)
+    return read_rows_of_numbers(str(path), n_rows, what="positions file", **kwargs), str(path)
+
+
+def test_ranks_are_read_as_int64_and_scores_as_float64(tmp_path):
+    ranks, _ = _rows(tmp_path, "# rank per row\n1\n\n200\n3.0\n", 3, integer=True)
+    assert ranks.dtype == np.int64 and ranks.tolist() == [1, 200, 3]  # 200: any rank below 2**63
+    scores, _ = _rows(tmp_path, "1\n-2.5\n3\n", 3)
+    assert scores.dtype == np.float64 and scores.tolist() == [1.0, -2.5, 3.0]
+
+
+@pytest.mark.parametrize(("text", "integer", "reason"), [
+    ("1\n2 3\n", False, "expected one number per line, got 2 fields."),
+    ("1\nabc\n", False, "'abc' is not a number."),
+    ("1\ninf\n", False, "'inf' is not a finite number."),
+    ("1\n9223372036854775808\n", True, "'9223372036854775808' is not a 1-based rank (1, 2, 3, ...)."),
+    ("1\n0\n", True, "'0' is not a 1-based rank (1, 2, 3, ...)."),
+    ("1\n2.5\n", True, "'2.5' is not a 1-based rank (1, 2, 3, ...)."),
+])
+def test_a_bad_line_is_named_with_the_file_and_its_number(tmp_path, text, integer, reason):
+    path = tmp_path / "ranks.txt"
+    with pytest.raises(CLIError) as error:
+        _rows(tmp_path, text, 2, integer=integer)
+    assert str(error.value) == f"positions file {str(path)!r}, line 2: {reason}"
+
+
+def test_a_count_that_differs_from_the_data_file_is_named(tmp_path):
+    with pytest.raises(CLIError) as error:
+        _rows(tmp_path, "1\n2\n", 3)
+    path = str(tmp_path / "ranks.txt")
+    assert str(error.value) == (f"positions file {path!r} has 2 values, but the data file has 3 rows; give one per "
+                                f"row, in the data file's order.")
+
+
+def test_a_missing_or_unreadable_positions_file_is_named(tmp_path, monkeypatch):
+    from sklearn_ltr.cli import _data_files
+    from sklearn_ltr.cli._data_files import read_rows_of_numbers
+
+    missing = str(tmp_path / "none.txt")
+    with pytest.raises(CLIError) as error:
+        read_rows_of_numbers(missing, 1, what="positions file")
+    assert str(error.value) == f"positions file {missing!r} does not exist."
+    # A .gz file that does not decompress: the reader's message under the file's name.
+    corrupt = tmp_path / "ranks.txt.gz"
+    corrupt.write_bytes(b"not gzip at all")
+    with pytest.raises(CLIError) as error:
+        read_rows_of_numbers(str(corrupt), 1, what="positions file")
+    assert str(error.value).startswith(f"cannot read positions file {str(corrupt)!r}: ")
+    assert "gzip" in str(error.value).lower()
+
+    def failing(path):
+        raise OSError(errno.EIO, "Input/output error")
+        yield
+
+    monkeypatch.setattr(_data_files, "data_lines", failing)
+    with pytest.raises(CLIError) as error:
+        _rows(tmp_path, "1\n", 1)
+    assert str(error.value) == f"cannot read positions file {str(tmp_path / 'ranks.txt')!r}: Input/output error."

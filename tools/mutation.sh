@@ -43,8 +43,11 @@ for module, c in sorted(counts.items()):
     total = sum(checked.values())
     if not total:
         continue
-    killed = c["killed"] + c["timeout"]  # a mutant that hangs the tests is detected too
-    other = {k: v for k, v in checked.items() if k not in ("killed", "timeout")}
+    # A mutant that hangs the tests, or crashes them (an invalid ONNX graph can segfault torch's
+    # exporter), is detected too.
+    detected = ("killed", "timeout", "segfault")
+    killed = sum(c[k] for k in detected)
+    other = {k: v for k, v in checked.items() if k not in detected}
     print(f"| {module} | {killed} | {total} | {killed / total:.1%} | {other or ''} | {c['not checked']} |")
 print(f"\n{len(survivors)} survivors (mutmut show NAME shows each):")
 print("\n".join(survivors))
