@@ -227,3 +227,37 @@ def test_a_missing_or_unreadable_positions_file_is_named(tmp_path, monkeypatch):
     with pytest.raises(CLIError) as error:
         _rows(tmp_path, "1\n", 1)
     assert str(error.value) == f"cannot read positions file {str(tmp_path / 'ranks.txt')!r}: Input/output error."
+
+
+def test_a_skops_model_file_that_cannot_be_written_says_so(tmp_path):
+    pytest.importorskip("skops", reason="skops files need the serving extra")
+    import os
+
+    from sklearn_ltr import LambdaMARTRanker
+    from sklearn_ltr.cli._model_files import save_model
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux), a device whose writes fail with ENOSPC")
+    X, y = np.random.default_rng(0).normal(size=(20, 2)), np.arange(20) % 3
+    ranker = LambdaMARTRanker(n_estimators=2, n_jobs=1).fit(X, y, groups=np.repeat([0, 1], 10))
+    # A device path has no suffix: name it .skops through a link, as a user's model path would.
+    link = tmp_path / "model.skops"
+    link.symlink_to("/dev/full")
+    with pytest.raises(CLIError) as error:
+        save_model(str(link), ranker)
+    assert str(error.value) == f"cannot write model file {str(link)!r}: No space left on device."
+
+
+def test_a_skops_file_refuses_untrusted_types_and_names_them(tmp_path, monkeypatch):
+    pytest.importorskip("skops", reason="skops files need the serving extra")
+    from sklearn_ltr import LambdaMARTRanker
+    from sklearn_ltr.cli import _model_files
+
+    monkeypatch.setattr(_model_files, "_not_trusted", lambda sio, data=None, file=None: ["a.B", "c.D"])
+    with pytest.raises(CLIError) as error:
+        _model_files.save_model(str(tmp_path / "m.skops"), LambdaMARTRanker())
+    assert str(error.value) == (
+        f"cannot save the model as a skops file {str(tmp_path / 'm.skops')!r}: it references types that skops files "
+        f"of sklearn_ltr models do not trust (a.B, c.D; keep_training_state=True keeps some). Save it as a joblib "
+        f"file (another suffix) instead.")
+    assert not (tmp_path / "m.skops").exists()

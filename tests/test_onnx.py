@@ -440,6 +440,17 @@ def test_what_cannot_be_exported(synthetic, synthetic_models):
         to_onnx(synthetic_models["ranknet"], opset=21)
 
 
+@pytest.mark.parametrize("opset", [15, 20])
+def test_dasalc_exports_at_the_lowest_and_highest_opset(synthetic, synthetic_models, opset):
+    # DASALC's symmetric log1p needs the copysign symbolic, registered from opset 15 (CastLike) on.
+    X, _, qid = synthetic
+    ranker = synthetic_models["dasalc"]
+    model = to_onnx(ranker, opset=opset)
+    assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [opset]
+    scores = OnnxScorer(model.SerializeToString(), n_threads=1).predict(X, groups=qid)
+    assert _max_diff(scores, ranker.predict(X, groups=qid)) <= TOLERANCE
+
+
 def test_missing_onnx_names_the_serving_extra(synthetic_models, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(ImportError, match=r"sklearn-ltr\[serving\]"):

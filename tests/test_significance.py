@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -503,7 +504,13 @@ BAD_COMPARE_INPUT = [
 ]
 
 
-@pytest.mark.parametrize("change, error, match", BAD_COMPARE_INPUT, ids=[case[2] for case in BAD_COMPARE_INPUT])
+def _case_id(index, match):
+    """A test id of plain words: regex escapes and quotes in ids break selecting tests by id (mutmut)."""
+    return f"{index:02d}-" + "-".join(re.findall(r"[A-Za-z0-9_]+", match))[:50]
+
+
+@pytest.mark.parametrize("change, error, match", BAD_COMPARE_INPUT,
+                         ids=[_case_id(i, case[2]) for i, case in enumerate(BAD_COMPARE_INPUT)])
 def test_compare_rankings_bad_input(change, error, match):
     y, groups, baseline, others = make_rankings(n_queries=10, seed=18)
     arguments = {"y_true": y, "baseline": baseline, "others": {"x": others[0]}, "groups": groups}
@@ -649,3 +656,20 @@ def test_blocks_of_8_up_to_the_byte_blocks_limit_inclusive(monkeypatch):
     bytes_, nibbles = pvalue(1 << 17), pvalue(0)
     assert bytes_ != nibbles
     assert pvalue(40) == bytes_ and pvalue(39) == nibbles
+
+
+def test_paired_significance_defaults_and_its_length_message():
+    rng = np.random.default_rng(21)
+    a = rng.uniform(size=30)
+    table = paired_significance(a, a + rng.normal(0.05, 0.1, size=30), tests="randomization")
+    assert table.n_resamples == 10_000  # the documented default
+    with pytest.raises(ValueError) as error:
+        paired_significance(a, {"new": a[:29]})
+    assert str(error.value) == ("others['new'] has 29 values but baseline has 30; pass one value per query, the same "
+                                "queries in the same order.")
+
+
+@pytest.mark.parametrize("random_state", [-1, "seed", 1.5])
+def test_paired_significance_validates_random_state_by_name(random_state):
+    with pytest.raises(InvalidParameterError, match="'random_state' parameter of paired_significance"):
+        paired_significance([0.1, 0.2, 0.3], [0.2, 0.3, 0.5], random_state=random_state)
