@@ -451,6 +451,29 @@ def test_dasalc_exports_at_the_lowest_and_highest_opset(synthetic, synthetic_mod
     assert _max_diff(scores, ranker.predict(X, groups=qid)) <= TOLERANCE
 
 
+def test_export_casts_a_copy_to_float32_and_leaves_the_module_as_it_is(synthetic, synthetic_models):
+    # The exported graph is float32 whatever the module's dtype, and the export changes neither the
+    # module's dtype nor its train/eval mode (a shallow copy would share both with the original).
+    import copy
+
+    from sklearn_ltr.export._neural import export_module
+
+    X, _, qid = synthetic
+    module = copy.deepcopy(synthetic_models["ranknet"].net_.module_).double().train()
+    data = export_module(module, X.shape[1], opset=17)
+    assert next(module.parameters()).dtype == torch.float64 and module.training
+    assert all(m.training for m in module.modules())
+    graph = onnx.load_from_string(data).graph
+    weights = [t.data_type for t in graph.initializer if t.data_type != onnx.TensorProto.INT64]
+    assert weights and set(weights) == {onnx.TensorProto.FLOAT}
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    # RankNet scores each document alone: all rows as one list.
+    scores = session.run(None, {"X": X[None].astype(np.float32), "mask": np.ones((1, len(X)), dtype=bool)})[0][0]
+    assert _max_diff(scores, synthetic_models["ranknet"].predict(X, groups=qid)) <= TOLERANCE
+
+
 def test_missing_onnx_names_the_serving_extra(synthetic_models, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(ImportError, match=r"sklearn-ltr\[serving\]"):
