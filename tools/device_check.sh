@@ -29,11 +29,11 @@ timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -n "${WO
     ${PYTEST_ARGS:-} >"$out/tests.log" 2>&1
 echo "tests: exit $? in $(( $(date +%s) - start )) s"
 grep -E "^(FAILED|ERROR)|passed|failed" "$out/tests.log" | tail -40
-# The benchmark alone on the machine (no test workers beside it).
+# The benchmark alone on the machine (no test workers beside it); BENCH_ARGS picks models, precisions...
 if [ "${BENCH:-1}" = 1 ]; then
     echo "load average before the benchmark: $(cut -d' ' -f1-3 /proc/loadavg)"
     timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/bench_device.py --device cuda \
-        --mq2008 "$SKLEARN_LTR_DATA/mq2008" --out "$out/device_cuda.md" >"$out/bench.log" 2>&1
+        --mq2008 "$SKLEARN_LTR_DATA/mq2008" --out "$out/device_cuda.md" ${BENCH_ARGS:-} >"$out/bench.log" 2>        --mq2008 "$SKLEARN_LTR_DATA/mq2008" --out "$out/device_cuda.md" >"$out/bench.log" 2>&11
     echo "benchmark: exit $?"
     tail -5 "$out/bench.log"
     cat "$out/device_cuda.md" 2>/dev/null
