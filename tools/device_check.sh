@@ -33,7 +33,7 @@ grep -E "^(FAILED|ERROR)|passed|failed" "$out/tests.log" | tail -40
 if [ "${BENCH:-1}" = 1 ]; then
     echo "load average before the benchmark: $(cut -d' ' -f1-3 /proc/loadavg)"
     timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/bench_device.py --device cuda \
-        --mq2008 "$SKLEARN_LTR_DATA/mq2008" --out "$out/device_cuda.md" ${BENCH_ARGS:-} >"$out/bench.log" 2>        --mq2008 "$SKLEARN_LTR_DATA/mq2008" --out "$out/device_cuda.md" >"$out/bench.log" 2>&11
+        --mq2008 "$SKLEARN_LTR_DATA/mq2008" --out "$out/device_cuda.md" ${BENCH_ARGS:-} >"$out/bench.log" 2>&1
     echo "benchmark: exit $?"
     tail -5 "$out/bench.log"
     cat "$out/device_cuda.md" 2>/dev/null
