@@ -1,0 +1,134 @@
+"""Peak memory of a training batch against the estimate that ``fit``'s memory check refuses by.
+
+``fit`` refuses a batch whose estimate (``sklearn_ltr.training._memory``: ``[L, L]`` float32
+tensors per list, declared by the loss and by the module's attention, plus values per document)
+exceeds 80% of the free memory. This script trains one epoch of a single batch of ``lists``
+lists of ``docs`` documents (136 random features, as MSLR) with the check switched off, and
+prints the measured peak beside the estimate and its ``[L, L]`` part:
+
+- CUDA: ``torch.cuda.max_memory_allocated`` over the fit, minus the memory held before it;
+- CPU (Linux): in a fresh process per configuration (the allocator keeps freed memory, so a
+  second fit in one process would reuse it), the growth of the resident peak (``VmHWM``, reset
+  through ``/proc/self/clear_refs`` after the data is built) over the fit.
+
+A ratio far below 1 means the check refuses batches that fit. Measured on an H200 (2026-11-26),
+DASALC and SetRank peaked at 1% to 20% of the estimate, growing linearly with the documents:
+PyTorch's fused attention kernels on CUDA never hold the ``[L, L]`` attention weights that the
+estimate counts (their coefficients were measured on CPU).
+
+Run: ``python benchmarks/bench_training_memory.py --device cuda`` (under a minute on a GPU), or
+``--device cpu --quick`` for small shapes. Writes ``benchmarks/results/training_memory_<device>.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
+from sklearn_ltr.rankers import _neural
+from sklearn_ltr.training import _memory
+
+MODELS = {"DASALC": (DASALCRanker, {}), "SetRank": (SetRankRanker, {}),
+          "RankNet (pairwise loss)": (RankNetRanker, {"loss": "ranknet"})}
+SHAPES = ((8, 2000), (8, 4000), (2, 8000), (64, 696))
+QUICK_SHAPES = ((4, 500), (2, 1000), (16, 200))
+
+
+def _resident_peak_growth(run):
+    """Bytes by which ``run()`` raised the process's resident peak (Linux)."""
+    def status(field):
+        with open("/proc/self/status") as f:
+            return int(re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
+
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current resident size
+    base = status("VmRSS")
+    run()
+    return status("VmHWM") - base
+
+
+def measure(cls, params, lists, docs, device, rng):
+    """``(peak bytes, estimated bytes, [L, L] part of the estimate)`` of one training batch."""
+    X = rng.normal(size=(lists * docs, 136)).astype(np.float32)
+    y = rng.integers(0, 5, lists * docs)
+    qid = np.repeat(np.arange(lists), docs)
+    ranker = cls(**params, batch_size=lists, max_epochs=1, device=device, random_state=0, validation_fraction=None)
+    ranker.uses_initial_rank_ = False  # SetRank's module spec reads it; fit sets it again
+    cost = _memory.module_cost(*ranker._module_spec(136))
+    quadratic, linear = ranker._memory_terms(136, training=True, cost=cost)
+    estimate = _memory.batch_bytes(lists, docs, quadratic=quadratic, linear=linear)
+    square = _memory.batch_bytes(lists, docs, quadratic=quadratic, linear=0)
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        ranker.fit(X, y, qid)
+        peak = torch.cuda.max_memory_allocated() - base
+    else:
+        peak = _resident_peak_growth(lambda: ranker.fit(X, y, qid))
+    return peak, estimate, square
+
+
+def _in_fresh_process(name, lists, docs, device):
+    """:func:`measure` in a new Python process: CPU peaks must not see an earlier fit's freed memory."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--single", name, str(lists), str(docs), "--device", device],
+        capture_output=True, text=True, check=True,
+    )
+    return tuple(int(v) for v in done.stdout.split()[-3:])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--quick", action="store_true", help="small shapes (CPU-sized)")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--single", nargs=3, metavar=("MODEL", "LISTS", "DOCS"), help=argparse.SUPPRESS)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error("--device cuda needs a CUDA GPU")
+    if not args.device.startswith("cuda") and not os.path.exists("/proc/self/clear_refs"):
+        parser.error("the CPU measurement reads /proc/self/status (Linux)")
+    # The check is what is being measured against: switched off, so the batches it refuses run.
+    _neural.check_training_memory = lambda **kwargs: None
+    rng = np.random.default_rng(0)
+    if args.single:
+        name, lists, docs = args.single[0], int(args.single[1]), int(args.single[2])
+        print(*measure(*MODELS[name], lists, docs, args.device, rng))
+        return
+    header = "| model | lists x documents | peak GB | estimate GB | peak / estimate | [L, L] part of the estimate GB |"
+    rows = [header, "|---|---|---|---|---|---|"]
+    print("\n".join(rows), flush=True)
+    for name in args.models.split(","):
+        cls, params = MODELS[name]
+        for lists, docs in QUICK_SHAPES if args.quick else SHAPES:
+            if args.device.startswith("cuda"):
+                peak, estimate, square = measure(cls, params, lists, docs, args.device, rng)
+            else:
+                peak, estimate, square = _in_fresh_process(name, lists, docs, args.device)
+            rows.append(f"| {name} | {lists} x {docs} | {peak / 1e9:.2f} | {estimate / 1e9:.2f} | "
+                        f"{peak / estimate:.3f} | {square / 1e9:.2f} |")
+            print(rows[-1], flush=True)
+    device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
+    load = os.getloadavg()[0]
+    text = (f"# Training memory against fit's estimate on {args.device}\n\n{device_name}, torch {torch.__version__}, "
+            f"load {load:.2f} at the end.\n\n`python benchmarks/bench_training_memory.py {' '.join(argv)}`\n\n"
+            + "\n".join(rows) + "\n")
+    kind = torch.device(args.device).type
+    out = Path(args.out or Path(__file__).parent / "results" / f"training_memory_{kind}.md")
+    out.write_text(text)
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()
