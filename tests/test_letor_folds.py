@@ -299,3 +299,28 @@ def test_bad_arguments(partitions, kwargs, error, match):
     kwargs = {"estimator": ColumnRanker(), **kwargs}
     with pytest.raises(error, match=match):
         evaluate_letor_folds(partitions_dir=partitions, folds=1, **kwargs)
+
+
+def test_defaults_select_on_ndcg_at_10_keep_no_estimator_and_print_nothing(partitions, capsys):
+    reverse = ColumnRanker(sign=-1.0)  # the most relevant documents last: the cut-off matters
+    result = evaluate_letor_folds(reverse, partitions, folds=2)
+    _, (X, y, qid), _ = load_letor_fold(partitions, 2)  # vali S5
+    at_10 = ndcg_score(y, -X[:, 0], qid, k=10)
+    assert at_10 != pytest.approx(ndcg_score(y, -X[:, 0], qid, k=11))  # lists of 11 documents on vali
+    assert result.folds[0]["vali_scores"][0] == pytest.approx(at_10)
+    assert "estimator" not in result.folds[0]
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"k": ()}, "k is empty; pass a cut-off such as k=10, or several, k=(1, 5, 10)."),
+    ({"estimator": 3}, "estimator must be a ranker (an object with fit and predict) or a callable make(vali) that "
+                       "returns one; got 'int'."),
+    ({"fit_params": [1]}, "fit_params must be a dict of fit arguments or a callable fit_params(vali) returning one; "
+                          "got 'list'."),
+])
+def test_argument_errors_whole(partitions, kwargs, message):
+    kwargs = {"estimator": ColumnRanker(), **kwargs}
+    with pytest.raises((TypeError, ValueError)) as error:
+        evaluate_letor_folds(partitions_dir=partitions, folds=1, **kwargs)
+    assert str(error.value) == message
