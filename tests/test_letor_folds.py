@@ -324,3 +324,102 @@ def test_argument_errors_whole(partitions, kwargs, message):
     with pytest.raises((TypeError, ValueError)) as error:
         evaluate_letor_folds(partitions_dir=partitions, folds=1, **kwargs)
     assert str(error.value) == message
+
+
+class GroupsRecorder(ColumnRanker):
+    """ColumnRanker that records the query ids each predict call gets (None if none)."""
+
+    def predict(self, X, groups=None):
+        self.__dict__.setdefault("predict_groups_", []).append(None if groups is None else set(np.asarray(groups)))
+        return super().predict(X, groups)
+
+
+def _partition_queries(partition):
+    return {q for q in range(N_QUERIES) if _partition_of(q) == partition}
+
+
+def test_vali_and_test_predictions_get_their_query_ids(partitions):
+    result = evaluate_letor_folds(GroupsRecorder(), partitions, folds=3, return_estimators=True)
+    _, vali, test = ROTATION[3]
+    assert result.folds[0]["estimator"].predict_groups_ == [_partition_queries(vali), _partition_queries(test)]
+
+
+def test_metric_params_reach_selection_and_the_per_query_values(partitions):
+    result = evaluate_letor_folds(ColumnRanker(), partitions, folds=1, metric_params={"gain": "linear"})
+    _, (X, y, qid), (X_test, y_test, qid_test) = load_letor_fold(partitions, 1)
+    linear = ndcg_score(y, X[:, 0], qid, k=10, gain="linear")
+    assert linear != pytest.approx(ndcg_score(y, X[:, 0], qid, k=10))  # labels 0 to 2: the gains differ
+    assert result.folds[0]["vali_scores"][0] == pytest.approx(linear)
+    ids = result.per_query["query_id"]
+    hand = [ndcg_score(y_test[qid_test == q], X_test[qid_test == q, 0], np.zeros((qid_test == q).sum()), k=10,
+                       gain="linear") for q in ids]
+    np.testing.assert_allclose(result.per_query["ndcg@10"], hand, rtol=0, atol=1e-12)
+
+
+def test_the_best_candidate_is_the_first_of_the_best_on_vali(partitions):
+    # Candidates: noise, the label reversed, the label, the label again (a tie with the one before).
+    grid = [{"column": [1]}, {"column": [0], "sign": [-1.0]}, {"column": [0]}, {"column": [0], "sign": [1.0]}]
+    result = evaluate_letor_folds(ColumnRanker(), partitions, folds=1, param_grid=grid)
+    scores = result.folds[0]["vali_scores"]
+    assert scores[1] < scores[0] < scores[2] == scores[3]
+    assert result.folds[0]["best_index"] == 2 and result.folds[0]["best_params"] == {"column": 0}
+
+
+def _rank_loss(y_true, y_score, groups):
+    """1 - NDCG@10 per query: lower is better, and no cut-off of its own."""
+    from sklearn_ltr.metrics import METRICS
+
+    return 1.0 - METRICS["ndcg"].per_query(y_true, y_score, groups, k=10)
+
+
+@pytest.fixture
+def rank_loss():
+    from sklearn_ltr.metrics import Metric, register_metric, unregister_metric
+
+    metric = register_metric(Metric("letor_rank_loss", None, _rank_loss, higher_is_better=False))
+    try:
+        yield metric
+    finally:
+        unregister_metric("letor_rank_loss")
+
+
+def test_a_metric_without_cut_off_and_lower_is_better(partitions, rank_loss):
+    with pytest.raises(ValueError) as error:
+        evaluate_letor_folds(ColumnRanker(), partitions, folds=1, metric="letor_rank_loss")
+    assert str(error.value) == "the 'letor_rank_loss' metric takes no cut-off; pass k=None and select_k=None."
+    with pytest.raises(ValueError, match="takes no cut-off"):
+        evaluate_letor_folds(ColumnRanker(), partitions, folds=1, metric="letor_rank_loss", k=None)
+    result = evaluate_letor_folds(ColumnRanker(), partitions, folds=1, metric="letor_rank_loss", k=None,
+                                  select_k=None, param_grid={"sign": [-1.0, 1.0]})
+    assert result.folds[0]["best_params"] == {"sign": 1.0}  # the smaller loss
+    assert sorted(result.per_query) == ["fold", "letor_rank_loss", "query_id"]
+
+
+def test_verbose_prints_one_line_per_candidate_and_fit_times_are_durations(partitions, capsys):
+    import time
+
+    start = time.perf_counter()
+    result = evaluate_letor_folds(ColumnRanker(), partitions, folds=[1, 2], param_grid={"sign": [1.0, -1.0]},
+                                  verbose=1)
+    elapsed = time.perf_counter() - start
+    lines = capsys.readouterr().out.splitlines()
+    expected = []
+    for entry in result.folds:
+        for index, (params, score, seconds) in enumerate(zip(entry["params"], entry["vali_scores"],
+                                                             entry["fit_times"], strict=True)):
+            assert 0.0 <= seconds <= elapsed
+            expected.append(f"fold {entry['fold']}, candidate {index + 1}/2 {params}: vali ndcg@10 {score:.4f} "
+                            f"({seconds:.1f} s)")
+    assert lines == expected
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"metric": "auc"}, "The 'metric' parameter of evaluate_letor_folds must be a registered metric; got unknown "
+                        "metric 'auc'."),
+    ({"metric_params": {"k": 5}}, "metric_params has 'k', not an option of the 'ndcg' metric; its options are "
+                                  "['empty_value', 'gain', 'ties'] (cut-offs go in k and select_k)."),
+])
+def test_metric_errors_name_the_function_and_the_options(partitions, kwargs, message):
+    with pytest.raises((TypeError, ValueError)) as error:
+        evaluate_letor_folds(ColumnRanker(), partitions, folds=1, **kwargs)
+    assert str(error.value).startswith(message)
