@@ -9,6 +9,7 @@ import torch
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
 
+import sklearn_ltr
 from sklearn_ltr import (
     DASALCRanker,
     LambdaMARTRanker,
@@ -172,6 +173,19 @@ def test_model_inputs_outputs_and_metadata(name, synthetic_models):
     assert meta["sklearn_ltr.ranker"] == type(ranker).__name__
     assert meta["sklearn_ltr.n_features"] == str(ranker.n_features_in_)
     assert meta["sklearn_ltr.list_context"] == ("true" if name in ("dasalc", "setrank", "setrank_imsab") else "false")
+    assert meta["sklearn_ltr.version"] == sklearn_ltr.__version__
+    assert meta["sklearn_ltr.inputs"] == '["X", "mask"]'
+    assert model.doc_string == (
+        f"{type(ranker).__name__} exported by sklearn_ltr. Inputs: X [batch, list, {ranker.n_features_in_}] float32, "
+        f"the features of each list's documents, padded with zeros; mask [batch, list] bool, True on real documents. "
+        f"Output: scores [batch, list] float32, higher ranks first, 0 on padding.")
+
+
+def test_a_numpy_integer_query_column_is_written_as_a_json_int(synthetic):
+    X, y, qid = synthetic
+    ranker = RankNetRanker(hidden_sizes=(8,), query_column=np.int64(0), **QUICK).fit(np.column_stack([qid, X]), y)
+    meta = {prop.key: prop.value for prop in to_onnx(ranker).metadata_props}
+    assert meta["sklearn_ltr.query_column"] == "0"
 
 
 def test_batches_of_similar_lengths_within_limits():
@@ -219,6 +233,13 @@ def test_setrank_with_initial_rank(synthetic):
     ranker = SetRankRanker(d_model=16, n_heads=2, max_rank=20, **QUICK).fit(X, y, groups=qid, initial_rank=ranks)
     model = to_onnx(ranker)
     assert [value.name for value in model.graph.input] == ["X", "mask", "initial_rank"]
+    meta = {prop.key: prop.value for prop in model.metadata_props}
+    assert meta["sklearn_ltr.inputs"] == '["X", "mask", "initial_rank"]'
+    assert model.doc_string == (
+        f"SetRankRanker exported by sklearn_ltr. Inputs: X [batch, list, {X.shape[1]}] float32, the features of each "
+        f"list's documents, padded with zeros; mask [batch, list] bool, True on real documents. initial_rank: "
+        f"[batch, list] float32, 1-based ranks of the initial ranking. Output: scores [batch, list] float32, higher "
+        f"ranks first, 0 on padding.")
     scorer = OnnxScorer(model)
     expected = ranker.predict(X, groups=qid, initial_rank=ranks)
     assert _max_diff(scorer.predict(X, groups=qid, initial_rank=ranks), expected) <= TOLERANCE
