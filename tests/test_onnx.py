@@ -461,6 +461,32 @@ def test_what_cannot_be_exported(synthetic, synthetic_models):
         to_onnx(synthetic_models["ranknet"], opset=21)
 
 
+def test_opset_checks_name_the_limits(synthetic, synthetic_models):
+    X, _, qid = synthetic
+    with pytest.raises(ValueError) as error:
+        to_onnx(synthetic_models["ranknet"], opset="17")
+    assert str(error.value) == "opset must be an int >= 15; got '17'."
+    # The trees need no torch exporter: any opset this onnx package knows, up to its newest.
+    newest = onnx.defs.onnx_opset_version()
+    ranker = synthetic_models["lambdamart"]
+    scores = OnnxScorer(to_onnx(ranker, opset=newest), n_threads=1).predict(X, groups=qid)
+    assert _max_diff(scores, ranker.predict(X, groups=qid)) <= TOLERANCE
+    with pytest.raises(ValueError) as error:
+        to_onnx(ranker, opset=newest + 1)
+    assert str(error.value) == f"opset={newest + 1} is newer than this onnx package supports ({newest})."
+
+
+def test_a_pipeline_is_refused_with_what_to_export_instead(synthetic):
+    X, y, qid = synthetic
+    pipeline = make_pipeline(Log1pTransformer(), LambdaMARTRanker(n_estimators=2, n_jobs=1))
+    pipeline.fit(X, y, lambdamartranker__groups=qid)
+    with pytest.raises(TypeError) as error:
+        to_onnx(pipeline)
+    assert str(error.value) == (
+        "to_onnx exports a ranker, not a Pipeline: export its last step (pipeline[-1]) and apply the earlier steps "
+        "in the service, or use a ranker that transforms its own inputs (DASALCRanker's log1p=True).")
+
+
 @pytest.mark.parametrize("opset", [15, 20])
 def test_dasalc_exports_at_the_lowest_and_highest_opset(synthetic, synthetic_models, opset):
     # DASALC's symmetric log1p needs the copysign symbolic, registered from opset 15 (CastLike) on.
@@ -497,8 +523,10 @@ def test_export_casts_a_copy_to_float32_and_leaves_the_module_as_it_is(synthetic
 
 def test_missing_onnx_names_the_serving_extra(synthetic_models, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)
-    with pytest.raises(ImportError, match=r"sklearn-ltr\[serving\]"):
+    with pytest.raises(ImportError) as error:
         to_onnx(synthetic_models["ranknet"])
+    assert str(error.value).startswith("to_onnx needs the 'onnx' package (")
+    assert str(error.value).endswith("); install it with `pip install 'sklearn-ltr[serving]'`.")
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(ImportError, match=r"sklearn-ltr\[serving\]"):
         OnnxScorer(b"")
