@@ -169,6 +169,9 @@ def test_model_inputs_outputs_and_metadata(name, synthetic_models):
     assert all(isinstance(d, str) for d in dims(inputs["X"])[:2] + dims(inputs["mask"]))  # dynamic sizes
     (output,) = model.graph.output
     assert output.name == "scores" and output.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    if name != "lambdamart":  # the neural graphs name their dynamic sizes as the doc string does
+        assert dims(inputs["X"]) == ["batch", "list", ranker.n_features_in_]
+        assert dims(inputs["mask"]) == dims(output.type.tensor_type) == ["batch", "list"]
     meta = {prop.key: prop.value for prop in model.metadata_props}
     assert meta["sklearn_ltr.ranker"] == type(ranker).__name__
     assert meta["sklearn_ltr.n_features"] == str(ranker.n_features_in_)
