@@ -673,3 +673,53 @@ def test_paired_significance_defaults_and_its_length_message():
 def test_paired_significance_validates_random_state_by_name(random_state):
     with pytest.raises(InvalidParameterError, match="'random_state' parameter of paired_significance"):
         paired_significance([0.1, 0.2, 0.3], [0.2, 0.3, 0.5], random_state=random_state)
+
+
+def test_compare_rankings_defaults_are_ndcg_at_10_and_10000_resamples():
+    rng = np.random.default_rng(31)
+    qid = np.repeat(np.arange(6), 15)
+    y = rng.integers(0, 3, qid.size)
+    base, other = rng.normal(size=qid.size), y + rng.normal(size=qid.size)
+    table = compare_rankings(y, base, {"other": other}, qid, tests="randomization")
+    assert table.metric == "ndcg@10" and table.n_resamples == 10_000
+    np.testing.assert_array_equal(table.baseline_values, ndcg_per_query(y, base, qid, k=10)[1])
+
+
+def test_compare_rankings_with_two_defined_queries_runs():
+    y = np.array([1, 0, 0, 2, 0, 1])
+    qid = np.repeat([1, 2], 3)
+    table = compare_rankings(y, [0.1, 0.2, 0.3, 0.3, 0.2, 0.1], {"b": [0.3, 0.2, 0.1, 0.3, 0.1, 0.2]}, qid,
+                             tests="t-test")
+    assert table.n_queries == 2
+
+
+def test_compare_rankings_refuses_a_metric_without_per_query_values():
+    y, qid = np.array([1, 0, 0, 2]), np.array([1, 1, 2, 2])
+    with pytest.raises(InvalidParameterError) as error:
+        compare_rankings(y, [0.1, 0.2, 0.3, 0.4], {"b": [0.4, 0.3, 0.2, 0.1]}, qid, metric="swapped_pairs")
+    assert str(error.value).startswith(
+        "The 'metric' parameter of compare_rankings must be a metric with per-query values; the 'swapped_pairs' "
+        "metric has none.")
+
+
+def _top_is_relevant(y_true, y_score, groups):
+    """1 where the best-scored document of a query is relevant: a metric with no cut-off."""
+    groups, y_true, y_score = np.asarray(groups), np.asarray(y_true), np.asarray(y_score)
+    queries = np.unique(groups)  # in sorted order, as the per-query values of the built-in metrics
+    return np.array([float(y_true[groups == q][np.argmax(y_score[groups == q])] > 0) for q in queries])
+
+
+def test_compare_rankings_with_a_registered_metric_without_cut_off():
+    from sklearn_ltr.metrics import Metric, register_metric, unregister_metric
+
+    register_metric(Metric("sig_top_relevant", None, _top_is_relevant))
+    try:
+        y = np.array([1, 0, 0, 1, 0, 1, 0, 0, 1])
+        qid = np.repeat([1, 2, 3], 3)
+        good = y * 10.0 - np.arange(9) * 0.01  # the relevant document first in every query
+        bad = -good
+        table = compare_rankings(y, bad, {"good": good}, qid, metric="sig_top_relevant", tests="t-test")
+        assert table.metric == "sig_top_relevant"  # no @k: the metric takes none
+        np.testing.assert_array_equal(table.values[0], [1.0, 1.0, 1.0])
+    finally:
+        unregister_metric("sig_top_relevant")
