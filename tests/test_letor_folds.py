@@ -423,3 +423,11 @@ def test_metric_errors_name_the_function_and_the_options(partitions, kwargs, mes
     with pytest.raises((TypeError, ValueError)) as error:
         evaluate_letor_folds(ColumnRanker(), partitions, folds=1, **kwargs)
     assert str(error.value).startswith(message)
+
+
+def test_a_metric_without_per_query_values_is_refused_by_name(partitions):
+    with pytest.raises(ValueError) as error:
+        evaluate_letor_folds(ColumnRanker(), partitions, folds=1, metric="swapped_pairs", k=None, select_k=None)
+    assert str(error.value).startswith(
+        "The 'metric' parameter of evaluate_letor_folds must be a metric with per-query values; the "
+        "'swapped_pairs' metric has none.")

@@ -185,7 +185,10 @@ def test_pointwise_model_scores_max_batch_documents_rows_per_run(data, ranknet, 
 
 
 def test_pointwise_default_max_batch_documents_is_65536(ranknet, monkeypatch):
-    ranker, scorer = ranknet
+    # The scorer is built here, not taken from the fixture: mutmut runs, for a mutant of __init__,
+    # only the tests that call it, and a module fixture's construction belongs to its first user.
+    ranker, _ = ranknet
+    scorer = OnnxScorer(to_onnx(ranker), n_threads=1)
     X = np.random.default_rng(0).uniform(0, 3, size=(65537, 4))
     shapes = _record_batches(scorer, monkeypatch)
     assert _max_diff(scorer.predict(X), ranker.predict(X)) <= TOLERANCE
