@@ -233,3 +233,13 @@ def test_trusted_types_name_real_classes():
     import sklearn_ltr.utils.persistence as persistence
 
     assert persistence.TRUSTED_TYPES is TRUSTED_TYPES
+
+
+@pytest.mark.parametrize("module_class", [dict, len], ids=["a class but not a module", "not a class"])
+def test_a_saved_module_class_that_is_not_a_torch_module_is_refused(module_class):
+    # A pickle or skops file can name any class: rebuilding must not call it with the saved kwargs.
+    from sklearn_ltr.training._state import _rebuild_module
+
+    with pytest.raises(TypeError) as error:
+        _rebuild_module({"module_class": module_class, "module_kwargs": {}, "weights": {}})
+    assert str(error.value) == f"the saved module class {module_class!r} is not a torch.nn.Module subclass."
