@@ -243,3 +243,40 @@ def test_a_saved_module_class_that_is_not_a_torch_module_is_refused(module_class
     with pytest.raises(TypeError) as error:
         _rebuild_module({"module_class": module_class, "module_kwargs": {}, "weights": {}})
     assert str(error.value) == f"the saved module class {module_class!r} is not a torch.nn.Module subclass."
+
+
+class _FakeNet:
+    """The part of a fitted net that ``inference_state`` reads."""
+
+    def __init__(self, module):
+        self.module_ = module
+        self.history_ = []
+
+    def get_params_for(self, prefix):
+        return {"in_features": 3, "out_features": 2}
+
+
+def test_bfloat16_weights_survive_the_inference_state_round_trip():
+    # NumPy has no bfloat16: such tensors are stored as float32 with their dtype, and cast back.
+    from sklearn_ltr.training._state import _rebuild_module, inference_state
+
+    torch.manual_seed(0)
+    module = torch.nn.Linear(3, 2).to(torch.bfloat16)
+    state = inference_state(_FakeNet(module))
+    assert state["dtypes"] == {"weight": "torch.bfloat16", "bias": "torch.bfloat16"}
+    assert all(array.dtype == np.float32 for array in state["weights"].values())
+    rebuilt = _rebuild_module(state)
+    for name, tensor in module.state_dict().items():
+        # The values come back exactly. (The rebuilt module is float32: load_state_dict copies into the
+        # freshly built module's own dtype, so the cast back to bfloat16 does not reach the module.)
+        assert torch.equal(rebuilt.state_dict()[name].float(), tensor.float())
+    assert inference_state(_FakeNet(module), weights=False)["weights"] == {}
+
+
+def test_rebuilding_with_a_missing_weight_fails_loudly():
+    from sklearn_ltr.training._state import _rebuild_module, inference_state
+
+    state = inference_state(_FakeNet(torch.nn.Linear(3, 2)))
+    del state["weights"]["bias"]
+    with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "bias"'):
+        _rebuild_module(state)
