@@ -280,3 +280,39 @@ def test_rebuilding_with_a_missing_weight_fails_loudly():
     del state["weights"]["bias"]
     with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "bias"'):
         _rebuild_module(state)
+
+
+def _tiny_fitted_ranknet():
+    from sklearn_ltr import RankNetRanker
+    from sklearn_ltr.datasets import make_ranking
+
+    X, y, qid = make_ranking(n_queries=6, n_features=3, random_state=0)
+    return RankNetRanker(hidden_sizes=(4,), max_epochs=1, batch_size=3, lr=0.0123, random_state=0).fit(X, y, qid), X
+
+
+def test_restoring_keeps_the_settings_and_defaults_the_device_to_cpu():
+    from sklearn_ltr.training._state import inference_state, restore_inference_net
+
+    ranker, _ = _tiny_fitted_ranknet()
+    state = inference_state(ranker.net_)
+    del state["settings"]["device"]  # a state from before devices were saved
+    cls = type(ranker.net_)
+    net = restore_inference_net(cls.__new__(cls), state)
+    assert net.initialized_ and net.inference_only_
+    assert str(net.device) == "cpu" and next(net.module_.parameters()).device.type == "cpu"
+    assert (net.batch_size, net.lr) == (ranker.net_.batch_size, ranker.net_.lr) and net.lr == 0.0123
+    assert type(net.module_) is type(ranker.net_.module_)
+    assert [row["epoch"] for row in net.history_] == [row["epoch"] for row in ranker.net_.history_]
+
+
+def test_a_state_from_a_newer_version_is_refused():
+    from sklearn_ltr.training._state import STATE_KEY, STATE_VERSION, inference_state, restore_inference_net
+
+    ranker, _ = _tiny_fitted_ranknet()
+    state = inference_state(ranker.net_)
+    state[STATE_KEY] = STATE_VERSION + 1
+    cls = type(ranker.net_)
+    with pytest.raises(ValueError) as error:
+        restore_inference_net(cls.__new__(cls), state)
+    assert str(error.value) == (f"this model was saved by a newer sklearn_ltr (state version {STATE_VERSION + 1}); "
+                                f"upgrade sklearn_ltr to load it.")
