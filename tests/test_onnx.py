@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from onnx_helpers import TOLERANCE, max_diff, ranks_by_first_feature  # tests/onnx_helpers.py
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
 
@@ -28,9 +29,6 @@ from sklearn_ltr.export import OnnxScorer, to_onnx  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-#: Max abs difference allowed between onnxruntime's scores and ``predict``'s.
-TOLERANCE = 1e-5
-
 NAMES = ["ranknet", "dasalc", "setrank", "setrank_imsab", "two_tower", "lambdamart"]
 QUICK = {"max_epochs": 2, "random_state": 0, "device": "auto"}
 
@@ -51,10 +49,6 @@ def _fit(name, X, y, qid):
         positions, clicks = simulate_clicks(y, qid, random_state=0)
         return TwoTowerDebiasedRanker(hidden_sizes=(16,), **QUICK).fit(X, clicks, groups=qid, positions=positions)
     return LambdaMARTRanker(n_estimators=60, num_leaves=15, random_state=0, n_jobs=1).fit(X, y, groups=qid)
-
-
-def _max_diff(a, b):
-    return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
 
 
 @pytest.fixture(scope="module")
@@ -102,17 +96,17 @@ def test_scores_equal_predict_on_mq2008(name, mq2008):
     ranker = _fit(name, X, y, qid)
     scores = OnnxScorer(to_onnx(ranker), n_threads=1).predict(X_test, groups=qid_test)
     assert scores.shape == qid_test.shape and scores.dtype == np.float64
-    assert _max_diff(scores, ranker.predict(X_test, groups=qid_test)) <= TOLERANCE
+    assert max_diff(scores, ranker.predict(X_test, groups=qid_test)) <= TOLERANCE
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_scores_equal_predict_on_shuffled_uneven_lists(name, synthetic, synthetic_models, scorers):
     X, _, qid = synthetic
     expected = synthetic_models[name].predict(X, groups=qid)
-    assert _max_diff(scorers[name].predict(X, groups=qid), expected) <= TOLERANCE
+    assert max_diff(scorers[name].predict(X, groups=qid), expected) <= TOLERANCE
     # Small batches: queries spread over many runs of the session, in batches of similar lengths.
     small = OnnxScorer(to_onnx(synthetic_models[name]), n_threads=1, max_batch_documents=64)
-    assert _max_diff(small.predict(X, groups=qid), expected) <= TOLERANCE
+    assert max_diff(small.predict(X, groups=qid), expected) <= TOLERANCE
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -133,7 +127,7 @@ def test_dynamic_batch_and_list_sizes(name, synthetic, synthetic_models, scorers
         scores = scorers[name].score_padded(padded, mask)
         shapes.add(scores.shape)
         assert scores.shape == mask.shape and scores.dtype == np.float32
-        assert _max_diff(scores[mask], expected[rows]) <= TOLERANCE
+        assert max_diff(scores[mask], expected[rows]) <= TOLERANCE
         assert np.all(scores[~mask] == 0)
     assert len(shapes) == len(cases)
 
@@ -212,7 +206,7 @@ def test_save_to_path_and_load(synthetic, synthetic_models, tmp_path):
     model = to_onnx(ranker, path)
     assert onnx.load(path) == model
     for source in (path, str(path), model.SerializeToString()):
-        assert _max_diff(OnnxScorer(source).predict(X, groups=qid), ranker.predict(X, groups=qid)) <= TOLERANCE
+        assert max_diff(OnnxScorer(source).predict(X, groups=qid), ranker.predict(X, groups=qid)) <= TOLERANCE
 
 
 def test_export_leaves_the_ranker_and_torch_as_they_were(synthetic, synthetic_models):
@@ -229,10 +223,7 @@ def test_export_leaves_the_ranker_and_torch_as_they_were(synthetic, synthetic_mo
 
 def test_setrank_with_initial_rank(synthetic):
     X, y, qid = synthetic
-    ranks = np.empty(len(qid), dtype=np.int64)
-    for query in np.unique(qid):
-        members = np.flatnonzero(qid == query)
-        ranks[members[np.argsort(-X[members, 0], kind="stable")]] = np.arange(1, len(members) + 1)
+    ranks = ranks_by_first_feature(X, qid)
     ranker = SetRankRanker(d_model=16, n_heads=2, max_rank=20, **QUICK).fit(X, y, groups=qid, initial_rank=ranks)
     model = to_onnx(ranker)
     assert [value.name for value in model.graph.input] == ["X", "mask", "initial_rank"]
@@ -245,7 +236,7 @@ def test_setrank_with_initial_rank(synthetic):
         f"ranks first, 0 on padding.")
     scorer = OnnxScorer(model)
     expected = ranker.predict(X, groups=qid, initial_rank=ranks)
-    assert _max_diff(scorer.predict(X, groups=qid, initial_rank=ranks), expected) <= TOLERANCE
+    assert max_diff(scorer.predict(X, groups=qid, initial_rank=ranks), expected) <= TOLERANCE
     with pytest.raises(ValueError, match="initial_rank"):
         scorer.predict(X, groups=qid)
 
@@ -261,8 +252,8 @@ def test_query_column_model_takes_features_only(synthetic):
     assert scorer.query_column_ == 0
     # Like the ranker, the scorer reads the ids from the column; groups given as well must agree.
     expected = ranker.predict(X_ids)
-    assert _max_diff(scorer.predict(X_ids), expected) <= TOLERANCE
-    assert _max_diff(scorer.predict(X_ids, groups=qid), expected) <= TOLERANCE
+    assert max_diff(scorer.predict(X_ids), expected) <= TOLERANCE
+    assert max_diff(scorer.predict(X_ids, groups=qid), expected) <= TOLERANCE
 
 
 def test_dataframe_with_query_column_name(synthetic):
@@ -273,7 +264,7 @@ def test_dataframe_with_query_column_name(synthetic):
     ranker = DASALCRanker(hidden_size=8, n_attention_layers=1, head_size=4, query_column="qid", **QUICK).fit(frame, y)
     scorer = OnnxScorer(to_onnx(ranker))
     assert list(scorer.feature_names_in_) == list(ranker.feature_names_in_) == [f"f{i}" for i in range(X.shape[1])]
-    assert _max_diff(scorer.predict(frame), ranker.predict(frame)) <= TOLERANCE
+    assert max_diff(scorer.predict(frame), ranker.predict(frame)) <= TOLERANCE
     with pytest.raises(ValueError, match="not the features the model was fitted on"):
         scorer.predict(frame[["f1", "f0", "qid", "f2", "f3", "f4", "f5"]])
 
@@ -289,7 +280,7 @@ def test_lambdamart_splits_decide_as_lightgbm_at_thresholds():
     qid = np.repeat(np.arange(150), 20)
     ranker = LambdaMARTRanker(n_estimators=30, num_leaves=15, min_child_samples=5, random_state=0, n_jobs=1)
     ranker.fit(X, y, groups=qid)
-    assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= 1e-6
+    assert max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= 1e-6
 
 
 def _split_thresholds(booster):
@@ -342,7 +333,7 @@ def test_lambdamart_missing_values_as_lightgbm():
     ranker = LambdaMARTRanker(n_estimators=30, random_state=0, n_jobs=1).fit(X, y, groups=qid)
     X_test = rng.normal(size=(300, 3)).astype(np.float32)
     X_test[::3, 0] = X_test[1::3, 1] = X_test[2::5, 2] = np.nan  # LightGBM reads NaN as 0 in features 1 and 2
-    assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X_test), ranker.predict(X_test)) <= 1e-6
+    assert max_diff(OnnxScorer(to_onnx(ranker)).predict(X_test), ranker.predict(X_test)) <= 1e-6
 
 
 def test_lambdamart_missing_values_on_a_threshold_of_exactly_zero_as_lightgbm():
@@ -383,7 +374,7 @@ def test_lambdamart_early_stopping_exports_the_best_iteration(synthetic):
     ranker = LambdaMARTRanker(n_estimators=200, learning_rate=0.5, early_stopping_rounds=3, random_state=0, n_jobs=1)
     ranker.fit(X[train], y[train], groups=qid[train], eval_set=[(X[valid], y[valid], qid[valid])])
     assert ranker.best_iteration_ is not None
-    assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= TOLERANCE
+    assert max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= TOLERANCE
 
 
 def test_lambdamart_splits_that_cannot_be_exported_are_refused():
@@ -473,7 +464,7 @@ def test_opset_checks_name_the_limits(synthetic, synthetic_models):
     newest = onnx.defs.onnx_opset_version()
     ranker = synthetic_models["lambdamart"]
     scores = OnnxScorer(to_onnx(ranker, opset=newest), n_threads=1).predict(X, groups=qid)
-    assert _max_diff(scores, ranker.predict(X, groups=qid)) <= TOLERANCE
+    assert max_diff(scores, ranker.predict(X, groups=qid)) <= TOLERANCE
     with pytest.raises(ValueError) as error:
         to_onnx(ranker, opset=newest + 1)
     assert str(error.value) == f"opset={newest + 1} is newer than this onnx package supports ({newest})."
@@ -498,7 +489,7 @@ def test_dasalc_exports_at_the_lowest_and_highest_opset(synthetic, synthetic_mod
     model = to_onnx(ranker, opset=opset)
     assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [opset]
     scores = OnnxScorer(model.SerializeToString(), n_threads=1).predict(X, groups=qid)
-    assert _max_diff(scores, ranker.predict(X, groups=qid)) <= TOLERANCE
+    assert max_diff(scores, ranker.predict(X, groups=qid)) <= TOLERANCE
 
 
 def test_export_casts_a_copy_to_float32_and_leaves_the_module_as_it_is(synthetic, synthetic_models):
@@ -521,7 +512,7 @@ def test_export_casts_a_copy_to_float32_and_leaves_the_module_as_it_is(synthetic
     session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
     # RankNet scores each document alone: all rows as one list.
     scores = session.run(None, {"X": X[None].astype(np.float32), "mask": np.ones((1, len(X)), dtype=bool)})[0][0]
-    assert _max_diff(scores, synthetic_models["ranknet"].predict(X, groups=qid)) <= TOLERANCE
+    assert max_diff(scores, synthetic_models["ranknet"].predict(X, groups=qid)) <= TOLERANCE
 
 
 def test_missing_onnx_names_the_serving_extra(synthetic_models, monkeypatch):
@@ -551,7 +542,7 @@ def test_early_stopped_lambdamart_exports_the_trees_predict_uses(synthetic):
     assert ranker.best_iteration_ < rounds_run
     # The ranker keeps the best round's trees only, so the export's num_iteration=best_iteration reads them all.
     assert ranker.booster_.num_trees() == ranker.best_iteration_
-    assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= TOLERANCE
+    assert max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= TOLERANCE
 
 
 def test_random_forest_lambdamart_exports_the_average_of_its_trees(synthetic):
@@ -559,7 +550,7 @@ def test_random_forest_lambdamart_exports_the_average_of_its_trees(synthetic):
     ranker = LambdaMARTRanker(n_estimators=10, num_leaves=7, subsample=0.7, subsample_freq=1, random_state=0, n_jobs=1,
                               lgbm_params={"boosting": "rf"}).fit(X, y, groups=qid)
     assert ranker.booster_.dump_model()["average_output"]
-    assert _max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= TOLERANCE
+    assert max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= TOLERANCE
 
 
 def test_lambdamart_graph_reads_the_trees_up_to_num_iteration(synthetic, synthetic_models):
@@ -577,8 +568,8 @@ def test_lambdamart_graph_reads_the_trees_up_to_num_iteration(synthetic, synthet
     model = onnx.helper.make_model(graph, opset_imports=opsets, ir_version=onnx.helper.find_min_ir_version_for(opsets))
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     scores = session.run(None, {"X": X[None].astype(np.float32), "mask": np.ones((1, len(X)), dtype=bool)})[0][0]
-    assert _max_diff(scores, booster.predict(X.astype(np.float32), num_iteration=5)) <= TOLERANCE
-    assert _max_diff(scores, booster.predict(X.astype(np.float32))) > 1e-3  # 5 trees are not all of them
+    assert max_diff(scores, booster.predict(X.astype(np.float32), num_iteration=5)) <= TOLERANCE
+    assert max_diff(scores, booster.predict(X.astype(np.float32))) > 1e-3  # 5 trees are not all of them
 
 
 def test_lambdamart_graph_scores_a_batch_of_padded_lists(synthetic, synthetic_models):
@@ -592,5 +583,5 @@ def test_lambdamart_graph_scores_a_batch_of_padded_lists(synthetic, synthetic_mo
     scores = session.run(None, {"X": lists, "mask": mask})[0]
     assert scores.shape == (3, 4)
     expected = ranker.predict(X[:12]).reshape(3, 4)
-    assert _max_diff(scores[mask], expected[mask]) <= TOLERANCE
+    assert max_diff(scores[mask], expected[mask]) <= TOLERANCE
     assert (scores[~mask] == 0).all()  # padding slots score exactly 0

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from onnx_helpers import TOLERANCE, max_diff, ranks_by_first_feature  # tests/onnx_helpers.py
 
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr.datasets import make_ranking
@@ -19,13 +20,7 @@ from sklearn_ltr.export import OnnxScorer, to_onnx  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-#: Max abs difference allowed between onnxruntime's scores and ``predict``'s.
-TOLERANCE = 1e-5
 QUICK = {"max_epochs": 2, "random_state": 0}
-
-
-def _max_diff(a, b):
-    return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +49,7 @@ def dasalc(data):
 def setrank_init(data):
     """SetRank fitted with initial ranks (by feature 0 within each query), and those ranks."""
     X, y, qid = data
-    ranks = np.empty(len(qid), dtype=np.int64)
-    for query in np.unique(qid):
-        members = np.flatnonzero(qid == query)
-        ranks[members[np.argsort(-X[members, 0], kind="stable")]] = np.arange(1, len(members) + 1)
+    ranks = ranks_by_first_feature(X, qid)
     ranker = SetRankRanker(d_model=8, n_blocks=1, n_heads=2, max_rank=20, **QUICK).fit(
         X, y, groups=qid, initial_rank=ranks)
     return ranker, OnnxScorer(to_onnx(ranker), n_threads=1), ranks
@@ -126,7 +118,7 @@ def test_model_with_n_features_metadata_only_takes_the_safe_defaults(data, rankn
     with pytest.raises(ValueError, match="pass groups, the query id of each row"):
         scorer.predict(X)
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
-    assert _max_diff(scorer.predict(frame, groups=qid), ranker.predict(X)) <= TOLERANCE
+    assert max_diff(scorer.predict(frame, groups=qid), ranker.predict(X)) <= TOLERANCE
     with pytest.raises(ValueError, match=r"^Input contains NaN\.$"):
         scorer.predict(np.where(X > 2, np.nan, X), groups=qid)
 
@@ -145,21 +137,21 @@ def test_sparse_x_scores_as_dense(data, ranknet, dasalc, query_column):
     for ranker, scorer in (ranknet, dasalc):
         expected = ranker.predict(X, groups=qid)
         for sparse in (sp.csr_matrix(X), sp.coo_matrix(X), sp.csc_matrix(X)):
-            assert _max_diff(scorer.predict(sparse, groups=qid), expected) <= TOLERANCE
+            assert max_diff(scorer.predict(sparse, groups=qid), expected) <= TOLERANCE
     ranker, scorer, X_ids = query_column
-    assert _max_diff(scorer.predict(sp.csr_matrix(X_ids)), ranker.predict(X_ids)) <= TOLERANCE
+    assert max_diff(scorer.predict(sp.csr_matrix(X_ids)), ranker.predict(X_ids)) <= TOLERANCE
 
 
 def test_list_context_model_runs_max_batch_queries_lists_at_once(data, dasalc, monkeypatch):
     X, _, qid = data
     ranker, scorer = dasalc
     shapes = _record_batches(scorer, monkeypatch)
-    assert _max_diff(scorer.predict(X, groups=qid), ranker.predict(X, groups=qid)) <= TOLERANCE
+    assert max_diff(scorer.predict(X, groups=qid), ranker.predict(X, groups=qid)) <= TOLERANCE
     assert [shape[0] for shape in shapes] == [8, 8, 4]  # 20 queries, the documented default of 8 per batch
 
     few = OnnxScorer(to_onnx(ranker), n_threads=1, max_batch_queries=3)
     shapes = _record_batches(few, monkeypatch)
-    assert _max_diff(few.predict(X, groups=qid), ranker.predict(X, groups=qid)) <= TOLERANCE
+    assert max_diff(few.predict(X, groups=qid), ranker.predict(X, groups=qid)) <= TOLERANCE
     assert [shape[0] for shape in shapes] == [3] * 6 + [2]
 
 
@@ -168,7 +160,7 @@ def test_list_context_model_pads_at_most_max_batch_documents_slots(data, dasalc,
     ranker, _ = dasalc
     scorer = OnnxScorer(to_onnx(ranker), n_threads=1, max_batch_documents=60)
     shapes = _record_batches(scorer, monkeypatch)
-    assert _max_diff(scorer.predict(X, groups=qid), ranker.predict(X, groups=qid)) <= TOLERANCE
+    assert max_diff(scorer.predict(X, groups=qid), ranker.predict(X, groups=qid)) <= TOLERANCE
     # Lists longer than 60 documents run alone; the others share batches of at most 60 slots.
     assert all(n * length <= 60 or n == 1 for n, length, _ in shapes)
     assert sum(n for n, _, _ in shapes) == len(np.unique(qid))
@@ -180,7 +172,7 @@ def test_pointwise_model_scores_max_batch_documents_rows_per_run(data, ranknet, 
     ranker, _ = ranknet
     scorer = OnnxScorer(to_onnx(ranker), n_threads=1, max_batch_documents=100)
     shapes = _record_batches(scorer, monkeypatch)
-    assert _max_diff(scorer.predict(X, groups=qid), ranker.predict(X)) <= TOLERANCE
+    assert max_diff(scorer.predict(X, groups=qid), ranker.predict(X)) <= TOLERANCE
     assert sorted(shapes) == [(1, 68, 4)] + [(1, 100, 4)] * 6  # 668 rows as lists of 100, groups or not
 
 
@@ -191,7 +183,7 @@ def test_pointwise_default_max_batch_documents_is_65536(ranknet, monkeypatch):
     scorer = OnnxScorer(to_onnx(ranker), n_threads=1)
     X = np.random.default_rng(0).uniform(0, 3, size=(65537, 4))
     shapes = _record_batches(scorer, monkeypatch)
-    assert _max_diff(scorer.predict(X), ranker.predict(X)) <= TOLERANCE
+    assert max_diff(scorer.predict(X), ranker.predict(X)) <= TOLERANCE
     assert sorted(shapes) == [(1, 1, 4), (1, 65536, 4)]
 
 
@@ -242,7 +234,7 @@ def test_feature_names_checked_only_when_both_sides_have_them(data, ranknet):
     scorer = OnnxScorer(to_onnx(ranker), n_threads=1)
     expected = ranker.predict(frame)
     # A plain array has no names to check: it scores as the DataFrame does.
-    assert _max_diff(scorer.predict(X), expected) <= TOLERANCE
+    assert max_diff(scorer.predict(X), expected) <= TOLERANCE
     with pytest.raises(ValueError) as error:
         scorer.predict(frame[["f1", "f0", "f2", "f3"]])
     assert str(error.value) == (
@@ -294,7 +286,7 @@ def test_initial_rank_of_python_objects_scores_as_numbers(data, setrank_init):
     X, _, qid = data
     ranker, scorer, ranks = setrank_init
     expected = ranker.predict(X, groups=qid, initial_rank=ranks)
-    assert _max_diff(scorer.predict(X, groups=qid, initial_rank=ranks.astype(object)), expected) <= TOLERANCE
+    assert max_diff(scorer.predict(X, groups=qid, initial_rank=ranks.astype(object)), expected) <= TOLERANCE
 
 
 def _padded(X, qid, queries, extra=None):
