@@ -64,15 +64,21 @@ def test_a_skops_file_without_skops_says_what_to_install(monkeypatch):
     assert str(error.value).startswith("'out/model.skops' is a skops file (.skops)")
 
 
-def test_a_failed_write_to_a_device_says_so_without_promising_a_previous_file():
+@pytest.fixture
+def dev_full():
+    """``/dev/full``, a device whose writes fail with ENOSPC (Linux); the test skips elsewhere."""
     import os
-
-    from sklearn_ltr.cli._output import write_scores
 
     if not os.path.exists("/dev/full"):
         pytest.skip("needs /dev/full (Linux), a device whose writes fail with ENOSPC")
+    return "/dev/full"
+
+
+def test_a_failed_write_to_a_device_says_so_without_promising_a_previous_file(dev_full):
+    from sklearn_ltr.cli._output import write_scores
+
     with pytest.raises(CLIError) as error:
-        write_scores("/dev/full", [0.5, 0.25])
+        write_scores(dev_full, [0.5, 0.25])
     assert str(error.value) == "cannot write scores file '/dev/full': No space left on device."
 
 
@@ -229,20 +235,16 @@ def test_a_missing_or_unreadable_positions_file_is_named(tmp_path, monkeypatch):
     assert str(error.value) == f"cannot read positions file {str(tmp_path / 'ranks.txt')!r}: Input/output error."
 
 
-def test_a_skops_model_file_that_cannot_be_written_says_so(tmp_path):
+def test_a_skops_model_file_that_cannot_be_written_says_so(tmp_path, dev_full):
     pytest.importorskip("skops", reason="skops files need the serving extra")
-    import os
-
     from sklearn_ltr import LambdaMARTRanker
     from sklearn_ltr.cli._model_files import save_model
 
-    if not os.path.exists("/dev/full"):
-        pytest.skip("needs /dev/full (Linux), a device whose writes fail with ENOSPC")
     X, y = np.random.default_rng(0).normal(size=(20, 2)), np.arange(20) % 3
     ranker = LambdaMARTRanker(n_estimators=2, n_jobs=1).fit(X, y, groups=np.repeat([0, 1], 10))
     # A device path has no suffix: name it .skops through a link, as a user's model path would.
     link = tmp_path / "model.skops"
-    link.symlink_to("/dev/full")
+    link.symlink_to(dev_full)
     with pytest.raises(CLIError) as error:
         save_model(str(link), ranker)
     assert str(error.value) == f"cannot write model file {str(link)!r}: No space left on device."
