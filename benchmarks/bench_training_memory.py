@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +35,9 @@ from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr.rankers import _neural
 from sklearn_ltr.training import _memory
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_loss_memory import _reset_peak_rss, _status_kib  # the same reading of /proc as the loss benchmark
+
 MODELS = {"DASALC": (DASALCRanker, {}), "SetRank": (SetRankRanker, {}),
           "RankNet (pairwise loss)": (RankNetRanker, {"loss": "ranknet"})}
 SHAPES = ((8, 2000), (8, 4000), (2, 8000), (64, 696))
@@ -43,16 +45,12 @@ QUICK_SHAPES = ((4, 500), (2, 1000), (16, 200))
 
 
 def _resident_peak_growth(run):
-    """Bytes by which ``run()`` raised the process's resident peak (Linux)."""
-    def status(field):
-        with open("/proc/self/status") as f:
-            return int(re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
-
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # resets VmHWM to the current resident size
-    base = status("VmRSS")
+    """Bytes by which ``run()`` raised the process's resident peak (Linux; bench_loss_memory's reading)."""
+    if not _reset_peak_rss():
+        raise RuntimeError("cannot reset the resident peak through /proc/self/clear_refs")
+    base = _status_kib("VmRSS")
     run()
-    return status("VmHWM") - base
+    return (_status_kib("VmHWM") - base) * 1024
 
 
 def measure(cls, params, lists, docs, device, rng):
