@@ -209,6 +209,18 @@ def test_the_memory_advice_is_a_smaller_batch_when_whole_lists_fit_in_one(monkey
                                                                                               linear=10)
 
 
+def test_the_memory_advice_when_only_one_short_list_at_a_time_fits(monkeypatch):
+    free = 10**5  # budget 80 kB: 1,000 lists of 2 documents need 208 kB, one list of 5,000 far more
+    monkeypatch.setattr(_memory, "available_memory", lambda device: free)
+    with pytest.raises(MemoryError) as error:
+        _memory.check_training_memory(owner="R", sizes=np.array([5000] * 1000), batch_size=1000,
+                                      max_list_length=None, quadratic=8, linear=10, device="cpu", what="the loss")
+    cap = _memory._longest_fitting(1, 8, 10, _memory.MEMORY_FRACTION * free)
+    assert str(error.value).endswith(
+        f"Set max_list_length={cap} with batch_size=1 (training lists are then subsampled; prediction still scores "
+        f"whole lists).")
+
+
 def test_the_memory_advice_for_a_model_too_large_even_for_short_lists(monkeypatch):
     monkeypatch.setattr(_memory, "available_memory", lambda device: 100)
     with pytest.raises(MemoryError, match=r"is available on cpu\. Set a smaller model\.$"):

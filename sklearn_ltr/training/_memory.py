@@ -134,25 +134,24 @@ def check_training_memory(*, owner, sizes, batch_size, max_list_length, quadrati
     if free is None or needed <= MEMORY_FRACTION * free:
         return
     budget = MEMORY_FRACTION * free
+    subsampled = " (training lists are then subsampled; prediction still scores whole lists)"
     fix = []
     # The longest training list that fits with the current batch size.
     if batch_bytes(n_lists, 2, quadratic=quadratic, linear=linear) <= budget:
-        fix.append(f"max_list_length={_longest_fitting(n_lists, quadratic, linear, budget)}")
+        fix.append(f"max_list_length={_longest_fitting(n_lists, quadratic, linear, budget)}{subsampled}")
     if n_lists > 1:
         per_list = batch_bytes(1, length, quadratic=quadratic, linear=linear)
         if per_list <= budget:
             # Whole lists fit in smaller batches: a cap longer than the list would change nothing.
             fix.append(f"batch_size={int(budget // per_list)}")
         elif batch_bytes(1, 2, quadratic=quadratic, linear=linear) <= budget:
-            fix.append(f"max_list_length={_longest_fitting(1, quadratic, linear, budget)} with batch_size=1")
-    if not fix:
-        fix = ["a smaller model"]
-    elif fix[0].startswith("max_list_length"):
-        fix[0] += " (training lists are then subsampled; prediction still scores whole lists)"
+            cap = _longest_fitting(1, quadratic, linear, budget)
+            fix.append(f"max_list_length={cap} with batch_size=1" + ("" if fix else subsampled))
     raise MemoryError(
         f"{owner}: the largest training batch ({n_lists} lists padded to {length} documents; the longest "
         f"query has {longest}) needs about {_gb(needed)} for {what}, which grows with the square of the list "
-        f"length, but only {_gb(free)} is available on {torch.device(device).type}. Set {' or '.join(fix)}."
+        f"length, but only {_gb(free)} is available on {torch.device(device).type}. Set "
+        f"{' or '.join(fix) or 'a smaller model'}."
     )
 
 
