@@ -235,3 +235,69 @@ def test_bad_parameters(data, params, match):
     X, y, qid, _ = data
     with pytest.raises(ValueError, match=match):
         SetRankRanker(**{**TINY, "max_epochs": 1, **params}).fit(X, y, qid)
+
+
+def _first_block_logits(ranker, X, qid):
+    """Largest |attention logit| of the fitted network's first block on ``X`` (hooking the attention call)."""
+    seen = []
+    original = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(q, k, v, attn_mask=None, **kwargs):
+        logits = (q.float() @ k.float().transpose(-1, -2)) / q.shape[-1] ** 0.5
+        seen.append(float(logits.abs().max()))
+        return original(q, k, v, attn_mask=attn_mask, **kwargs)
+
+    torch.nn.functional.scaled_dot_product_attention = spy
+    try:
+        ranker.predict(X, qid)
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = original
+    return seen[0]
+
+
+@pytest.mark.parametrize("block", ["msab", "imsab"])
+def test_attention_logits_stay_bounded_on_raw_heavy_tailed_features(block):
+    # Raw MSLR-shaped features reach 4e5: on the bare embedding the first block's logits were about 1e8,
+    # and the fused attention backward on CUDA (which recomputes them) returned NaN gradients. The
+    # ranker normalises the embeddings, so the logits stay small whatever the features' scale.
+    X, y, qid = make_ranking(n_queries=12, preset="mslr", random_state=0)
+    assert np.abs(X).max() > 1e4
+    for scale in (1.0, 1e3):
+        ranker = SetRankRanker(d_model=16, n_blocks=1, n_heads=2, block=block, max_epochs=1, device="cpu",
+                               random_state=0).fit(X * scale, y, qid)
+        assert ranker.net_.module_.input_norm is not None
+        assert _first_block_logits(ranker, X * scale, qid) < 100.0
+
+
+def test_setrank_bf16_trains_finite_on_raw_features():
+    # CPU autocast: bf16 training on unscaled heavy-tailed features, small batches (the CUDA divergence's setting).
+    X, y, qid = make_ranking(n_queries=40, preset="mslr", random_state=1)
+    for batch_size in (4, 16):
+        ranker = SetRankRanker(d_model=16, n_blocks=2, n_heads=2, max_epochs=2, batch_size=batch_size,
+                               precision="bf16-mixed", device="cpu", random_state=0).fit(X, y, qid)
+        assert all(np.isfinite(row["train_loss"]) for row in ranker.history_)
+        assert np.isfinite(ranker.predict(X, qid)).all()
+
+
+def test_network_saved_before_input_norm_still_scores():
+    # A SetRankNet pickled whole before input_norm existed has no such submodule: it scores as it did.
+    torch.manual_seed(0)
+    net = SetRankNet(n_features=4, d_model=8, n_heads=2).eval()
+    assert net.input_norm is None
+    X, mask = torch.randn(2, 5, 4), torch.ones(2, 5, dtype=torch.bool)
+    with torch.no_grad():
+        expected = net(X, mask)
+        del net._modules["input_norm"]
+        np.testing.assert_array_equal(net(X, mask).numpy(), expected.numpy())
+
+
+def test_input_norm_normalises_the_first_block_input():
+    torch.manual_seed(0)
+    net = SetRankNet(n_features=4, d_model=8, n_heads=2, input_norm=True).eval()
+    seen = []
+    net.blocks[0].register_forward_hook(lambda module, inputs, output: seen.append(inputs[0]))
+    with torch.no_grad():
+        net(1e5 * torch.randn(2, 5, 4), torch.ones(2, 5, dtype=torch.bool))
+    z = seen[0]
+    np.testing.assert_allclose(z.mean(-1).numpy(), 0.0, atol=1e-5)
+    np.testing.assert_allclose(z.std(-1, unbiased=False).numpy(), 1.0, atol=1e-3)

@@ -21,7 +21,7 @@ class SetRankNet(nn.Module):
     :math:`r_i \in \{1, 2, \dots\}` (e.g. from a first-stage ranker),
 
     .. math::
-        z^{(0)}_i &= W_e x_i + b_e \;\big[ + P_{\min(r_i, R)} \big] \\
+        z^{(0)}_i &= \mathrm{LayerNorm}\big(W_e x_i + b_e \;\big[ + P_{\min(r_i, R)} \big]\big) \\
         Z^{(k)} &= \mathrm{MSAB}(Z^{(k-1)}) \;\text{or}\; \mathrm{IMSAB}_m(Z^{(k-1)}),
                    \quad k = 1, \dots, N_b \\
         s_i &= w^\top z^{(N_b)}_i + b
@@ -61,6 +61,16 @@ class SetRankNet(nn.Module):
         Add the ordinal embedding :math:`P_{r_i}`; ``forward`` then needs ``initial_rank``.
     max_rank : int, default=256
         Number :math:`R` of ordinal embeddings.
+    input_norm : bool, default=False
+        Layer-normalise the embeddings :math:`z^{(0)}` before the first block (the
+        LayerNorm above; without it :math:`z^{(0)}` is the bare embedding, as in the paper).
+        :class:`~sklearn_ltr.SetRankRanker` always sets it: on raw, heavy-tailed features
+        (MSLR's reach 4e5) the bare embedding gives the first block attention logits of
+        about 1e8, and the fused attention kernels' backward pass on CUDA, which recomputes
+        the logits, then overflows ``exp`` and returns NaN gradients (in float32 and more
+        often in bf16). Normalised, every block's logits stay of order one, on every
+        device and precision, as in pre-LN Transformers (Xiong et al. 2020). The default
+        keeps networks saved before the option existed loadable.
 
     See Also
     --------
@@ -75,6 +85,9 @@ class SetRankNet(nn.Module):
 
     J. Lee, Y. Lee, J. Kim, A. Kosiorek, S. Choi and Y. W. Teh. "Set Transformer: A
     Framework for Attention-based Permutation-Invariant Neural Networks." ICML 2019.
+
+    R. Xiong, Y. Yang, D. He, K. Zheng, S. Zheng, C. Xing, H. Zhang, Y. Lan, L. Wang and
+    T.-Y. Liu. "On Layer Normalization in the Transformer Architecture." ICML 2020.
 
     Examples
     --------
@@ -117,12 +130,12 @@ class SetRankNet(nn.Module):
         d_model, heads, blocks = a["d_model"], a["n_heads"], a["n_blocks"]
         ff_size = 2 * d_model if a["ff_size"] is None else a["ff_size"]
         inducing = 2 * a["n_inducing_points"] * heads if a["block"] == "imsab" else 0
-        width = blocks * (4 * d_model + ff_size + inducing) + d_model
+        width = blocks * (4 * d_model + ff_size + inducing) + d_model * (2 if a["input_norm"] else 1)
         return ModuleCost(blocks, heads, width) if a["block"] == "msab" else ModuleCost(activation_width=width)
 
     def __init__(
         self, n_features, d_model=128, n_blocks=2, n_heads=4, block="msab", n_inducing_points=20, ff_size=None,
-        dropout=0.1, attention_dropout=None, use_initial_rank=False, max_rank=256,
+        dropout=0.1, attention_dropout=None, use_initial_rank=False, max_rank=256, input_norm=False,
     ):
         super().__init__()
         if block not in BLOCKS:
@@ -130,6 +143,7 @@ class SetRankNet(nn.Module):
         self.embed = nn.Linear(n_features, d_model)
         self.rank_embedding = nn.Embedding(max_rank, d_model) if use_initial_rank else None
         self.max_rank = max_rank
+        self.register_module("input_norm", nn.LayerNorm(d_model) if input_norm else None)
         if block == "msab":
             blocks = (MultiheadAttentionBlock(d_model, n_heads, ff_size, dropout, attention_dropout)
                       for _ in range(n_blocks))
@@ -166,6 +180,10 @@ class SetRankNet(nn.Module):
                 raise ValueError("this SetRank network embeds the initial rank: pass initial_rank.")
             index = initial_rank.round().long().clamp(1, self.max_rank) - 1
             z = z + self.rank_embedding(index)
+        # A network pickled whole before input_norm existed has no such entry: read it softly.
+        norm = self._modules.get("input_norm")
+        if norm is not None:
+            z = norm(z)
         attn_mask = key_padding_mask(mask)  # once for every block: one host sync on CUDA, not one a block
         for block in self.blocks:
             z = block(z, mask, attn_mask=attn_mask)

@@ -269,6 +269,8 @@ class SetRankRanker(NeuralRanker):
             "attention_dropout": None if self.attention_dropout is None else float(self.attention_dropout),
             "use_initial_rank": self.uses_initial_rank_,
             "max_rank": int(self.max_rank),
+            # Bounds the first block's attention logits whatever the features' scale (see SetRankNet).
+            "input_norm": True,
         }
 
     def fit(self, X, y, groups=None, initial_rank=None, sample_weight=None):
