@@ -235,6 +235,44 @@ def test_trusted_types_name_real_classes():
     assert persistence.TRUSTED_TYPES is TRUSTED_TYPES
 
 
+def _registry_types():
+    from sklearn_ltr.rankers import RANKERS
+
+    return ({f"{entry.module}.{entry.name}" for entry in RANKERS.values()}
+            | {name for entry in RANKERS.values() for name in entry.trusted_types})
+
+
+def test_trusted_types_are_what_the_registry_declared_plus_log1p():
+    assert set(TRUSTED_TYPES) == _registry_types() | {"sklearn_ltr.preprocessing._log1p.Log1pTransformer"}
+    assert len(TRUSTED_TYPES) == 16  # the count docs/persistence.rst gives
+
+
+def test_trusted_types_are_complete_when_a_program_imports_persistence_first():
+    # persistence reads what the registry of rankers declared: a fresh interpreter that imports
+    # it first must still see every ranker's types (the package's __init__ registers them first).
+    import subprocess
+    import sys
+
+    code = ("from sklearn_ltr.utils.persistence import TRUSTED_TYPES, trusted_types\n"
+            "print(len(TRUSTED_TYPES), TRUSTED_TYPES == trusted_types())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["16", "True"]
+
+
+def test_a_ranker_registered_later_is_trusted_until_it_is_unregistered():
+    from sklearn_ltr.rankers import RankerEntry, register_ranker, unregister_ranker
+    from sklearn_ltr.utils.persistence import trusted_types
+
+    toy, toy_net = "sklearn_ltr.rankers._lambdamart.ToyRanker", "toy.module.ToyNet"
+    register_ranker(RankerEntry("ToyRanker", "sklearn_ltr.rankers._lambdamart", trusted_types=(toy_net,)))
+    try:
+        assert {toy, toy_net} <= set(trusted_types())
+        assert toy not in TRUSTED_TYPES  # the list of the rankers registered at import
+    finally:
+        unregister_ranker("ToyRanker")
+    assert set(trusted_types()) == set(TRUSTED_TYPES)
+
+
 @pytest.mark.parametrize("module_class", [dict, len], ids=["a class but not a module", "not a class"])
 def test_a_saved_module_class_that_is_not_a_torch_module_is_refused(module_class):
     # A pickle or skops file can name any class: rebuilding must not call it with the saved kwargs.
