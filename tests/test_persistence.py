@@ -235,28 +235,31 @@ def test_trusted_types_name_real_classes():
     assert persistence.TRUSTED_TYPES is TRUSTED_TYPES
 
 
-def _registry_types():
+def test_trusted_types_are_what_the_registry_declared_plus_log1p():
     from sklearn_ltr.rankers import RANKERS
 
-    return ({f"{entry.module}.{entry.name}" for entry in RANKERS.values()}
-            | {name for entry in RANKERS.values() for name in entry.trusted_types})
-
-
-def test_trusted_types_are_what_the_registry_declared_plus_log1p():
-    assert set(TRUSTED_TYPES) == _registry_types() | {"sklearn_ltr.preprocessing._log1p.Log1pTransformer"}
+    declared = {f"{entry.module}.{entry.name}" for entry in RANKERS.values()}
+    declared |= {name for entry in RANKERS.values() for name in entry.trusted_types}
+    assert set(TRUSTED_TYPES) == declared | {"sklearn_ltr.preprocessing._log1p.Log1pTransformer"}
     assert len(TRUSTED_TYPES) == 16  # the count docs/persistence.rst gives
 
 
-def test_trusted_types_are_complete_when_a_program_imports_persistence_first():
-    # persistence reads what the registry of rankers declared: a fresh interpreter that imports
-    # it first must still see every ranker's types (the package's __init__ registers them first).
-    import subprocess
-    import sys
+def test_declared_types_are_kept_per_owner_once_each():
+    from sklearn_ltr.utils import _trusted_types as hook
 
-    code = ("from sklearn_ltr.utils.persistence import TRUSTED_TYPES, trusted_types\n"
-            "print(len(TRUSTED_TYPES), TRUSTED_TYPES == trusted_types())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["16", "True"]
+    before = hook.declared_trusted_types()
+    hook.declare_trusted_types("A", ["x.A", "x.Net"])
+    hook.declare_trusted_types("B", iter(["x.B", "x.Net"]))  # any iterable; a name shared by two owners
+    try:
+        assert hook.declared_trusted_types() == [*before, "x.A", "x.Net", "x.B"]
+        hook.declare_trusted_types("A", ["x.A2"])  # a second declaration replaces the first
+        assert hook.declared_trusted_types() == [*before, "x.A2", "x.B", "x.Net"]
+        hook.withdraw_trusted_types("B")
+        assert hook.declared_trusted_types() == [*before, "x.A2"]
+    finally:
+        hook.withdraw_trusted_types("A")
+        hook.withdraw_trusted_types("B")  # withdrawing twice, or an owner that declared nothing, is no error
+    assert hook.declared_trusted_types() == before
 
 
 def test_a_ranker_registered_later_is_trusted_until_it_is_unregistered():
