@@ -555,6 +555,10 @@ def test_compare_rankings_too_few_defined_queries():
         ([0.1, 0.2], [0.2, 0.1], {"confidence_level": 95}, InvalidParameterError, "'confidence_level' parameter"),
         ([0.1, 0.2], [0.2, 0.1], {"correction": "Holm"}, InvalidParameterError, "'correction' parameter"),
         ([0.1, 0.2], [0.2, 0.1], {"tests": "t_test"}, InvalidParameterError, "'tests' parameter"),
+        # A one-shot iterator would be used up by the check and then run no test at all.
+        ([0.1, 0.2], [0.2, 0.1], {"tests": iter(["t-test"])}, InvalidParameterError,
+         "'tests' parameter .* non-empty collection"),
+        ([0.1, 0.2], [0.2, 0.1], {"tests": 3}, InvalidParameterError, "'tests' parameter"),
     ],
 )
 def test_paired_significance_bad_input(baseline, others, options, error, match):

@@ -4,7 +4,7 @@ systems (one array, a sequence, a dict or a data frame) and per-query values."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from numbers import Integral, Real
 
 import numpy as np
@@ -21,8 +21,10 @@ TESTS = ("t-test", "randomization", "bootstrap")
 def _is_test_selection(value):
     if isinstance(value, str):
         return value in TESTS
-    values = list(value)
-    return len(values) > 0 and all(isinstance(v, str) and v in TESTS for v in values)
+    # A collection, not a one-shot iterator: this check would use it up, and no test would run.
+    if not isinstance(value, Collection):
+        return False
+    return len(value) > 0 and all(isinstance(v, str) and v in TESTS for v in value)
 
 
 _PAIRED_CONSTRAINTS = {
