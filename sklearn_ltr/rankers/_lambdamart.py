@@ -1,4 +1,9 @@
-"""LambdaMART: gradient-boosted trees with the LambdaRank objective, on LightGBM."""
+"""LambdaMART: gradient-boosted trees with the LambdaRank objective, on LightGBM.
+
+The estimator. What LightGBM receives of its parameters is built in ``_lambdamart_params``,
+the checks of ``fit``'s labels and queries and its validation sets in ``_lambdamart_data``,
+training and prediction on a Dask cluster in ``_lambdamart_dask``.
+"""
 
 from __future__ import annotations
 
