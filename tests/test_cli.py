@@ -27,7 +27,7 @@ from cli_helpers import assert_user_error, run  # tests/cli_helpers.py
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ltr import LambdaMARTRanker, __version__
-from sklearn_ltr.cli import _commands, _data_files, _output, _progress, main
+from sklearn_ltr.cli import _commands, _data_files, _epoch_bar, _output, main
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.datasets import (
     dump_lightgbm_ranking,
@@ -715,7 +715,7 @@ def test_ctrl_c_inside_neural_training_exits_130(capsys, monkeypatch, work):
     def ctrl_c(self, net, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_progress.EpochBar, "on_epoch_end", ctrl_c)
+    monkeypatch.setattr(_epoch_bar.EpochBar, "on_epoch_end", ctrl_c)
     before = snapshot(work)
     status, stdout, err = run(capsys, *_train(work, "--out", work / "m.joblib", "--progress", model="ranknet"))
     assert status == 130, err

@@ -250,6 +250,21 @@ def test_report_argument_errors(tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.parametrize("tables", [
+    lambda table: [table, {"x": [0.1]}], lambda table: [table, "table"], lambda table: [table, table[0]],
+    lambda table: table.to_dict(),
+], ids=["a dict", "a str", "a result row", "the table's columns"])
+def test_the_report_takes_significance_tables_only(tmp_path, tables):
+    # The report knows a table by its attributes (it sits below the class in the import graph):
+    # anything else is refused with the class named, before any work.
+    table = paired_significance([0.1, 0.2, 0.3], {"x": [0.2, 0.2, 0.4]}, tests="t-test")
+    with pytest.raises(TypeError, match="tables must hold SignificanceTable objects"):
+        write_comparison_report(tables(table), tmp_path / "r.html")
+    with pytest.raises(TypeError, match="tables must hold SignificanceTable objects"):
+        plot_comparison(tables(table))
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_plot_comparison_draws_sorted_differences():
     plt = pytest.importorskip("matplotlib.pyplot")
     baseline = np.array([0.5, 0.2, 0.9, 0.4])

@@ -235,6 +235,47 @@ def test_trusted_types_name_real_classes():
     assert persistence.TRUSTED_TYPES is TRUSTED_TYPES
 
 
+def test_trusted_types_are_what_the_registry_declared_plus_log1p():
+    from sklearn_ltr.rankers import RANKERS
+
+    declared = {f"{entry.module}.{entry.name}" for entry in RANKERS.values()}
+    declared |= {name for entry in RANKERS.values() for name in entry.trusted_types}
+    assert set(TRUSTED_TYPES) == declared | {"sklearn_ltr.preprocessing._log1p.Log1pTransformer"}
+    assert len(TRUSTED_TYPES) == 16  # the count docs/persistence.rst gives
+
+
+def test_declared_types_are_kept_per_owner_once_each():
+    from sklearn_ltr.utils import _trusted_types as hook
+
+    before = hook.declared_trusted_types()
+    hook.declare_trusted_types("A", ["x.A", "x.Net"])
+    hook.declare_trusted_types("B", iter(["x.B", "x.Net"]))  # any iterable; a name shared by two owners
+    try:
+        assert hook.declared_trusted_types() == [*before, "x.A", "x.Net", "x.B"]
+        hook.declare_trusted_types("A", ["x.A2"])  # a second declaration replaces the first
+        assert hook.declared_trusted_types() == [*before, "x.A2", "x.B", "x.Net"]
+        hook.withdraw_trusted_types("B")
+        assert hook.declared_trusted_types() == [*before, "x.A2"]
+    finally:
+        hook.withdraw_trusted_types("A")
+        hook.withdraw_trusted_types("B")  # withdrawing twice, or an owner that declared nothing, is no error
+    assert hook.declared_trusted_types() == before
+
+
+def test_a_ranker_registered_later_is_trusted_until_it_is_unregistered():
+    from sklearn_ltr.rankers import RankerEntry, register_ranker, unregister_ranker
+    from sklearn_ltr.utils.persistence import trusted_types
+
+    toy, toy_net = "sklearn_ltr.rankers._lambdamart.ToyRanker", "toy.module.ToyNet"
+    register_ranker(RankerEntry("ToyRanker", "sklearn_ltr.rankers._lambdamart", trusted_types=(toy_net,)))
+    try:
+        assert {toy, toy_net} <= set(trusted_types())
+        assert toy not in TRUSTED_TYPES  # the list of the rankers registered at import
+    finally:
+        unregister_ranker("ToyRanker")
+    assert set(trusted_types()) == set(TRUSTED_TYPES)
+
+
 @pytest.mark.parametrize("module_class", [dict, len], ids=["a class but not a module", "not a class"])
 def test_a_saved_module_class_that_is_not_a_torch_module_is_refused(module_class):
     # A pickle or skops file can name any class: rebuilding must not call it with the saved kwargs.

@@ -368,6 +368,17 @@ def test_each_test_runs_alone_with_the_same_values():
     assert t_test.t_pvalue == both.t_pvalue and t_test.randomization_pvalue is None and t_test.ci_low is None
 
 
+
+@pytest.mark.parametrize("tests", [("bootstrap", "t-test"), ["bootstrap", "t-test", "bootstrap"],
+                                   {"t-test", "bootstrap"}, np.array(["bootstrap", "t-test"])])
+def test_tests_are_recorded_once_each_in_report_order_whatever_order_given(tests):
+    table = paired_significance([0.1, 0.4, 0.3, 0.8], [0.2, 0.6, 0.3, 0.9], tests=tests, n_resamples=50,
+                                random_state=0)
+    assert table.tests == ("t-test", "bootstrap")
+    assert compare_rankings([0, 1, 2, 0, 1, 2], [1.0, 2, 3, 3, 2, 1], [3.0, 2, 1, 1, 2, 3], [0, 0, 0, 1, 1, 1],
+                            tests=tests, n_resamples=50, random_state=0).tests == ("t-test", "bootstrap")
+
+
 # ---------------------------------------------------------------- corrections
 
 
@@ -544,6 +555,10 @@ def test_compare_rankings_too_few_defined_queries():
         ([0.1, 0.2], [0.2, 0.1], {"confidence_level": 95}, InvalidParameterError, "'confidence_level' parameter"),
         ([0.1, 0.2], [0.2, 0.1], {"correction": "Holm"}, InvalidParameterError, "'correction' parameter"),
         ([0.1, 0.2], [0.2, 0.1], {"tests": "t_test"}, InvalidParameterError, "'tests' parameter"),
+        # A one-shot iterator would be used up by the check and then run no test at all.
+        ([0.1, 0.2], [0.2, 0.1], {"tests": iter(["t-test"])}, InvalidParameterError,
+         "'tests' parameter .* non-empty collection"),
+        ([0.1, 0.2], [0.2, 0.1], {"tests": 3}, InvalidParameterError, "'tests' parameter"),
     ],
 )
 def test_paired_significance_bad_input(baseline, others, options, error, match):

@@ -1,12 +1,19 @@
-"""The epoch progress bar of a neural ranker: a skorch callback (loaded only when one trains)."""
+"""The epoch progress bar of a neural ranker: a skorch callback over :func:`~sklearn_ltr.cli._progress.bar`.
+
+It imports skorch (and torch), so the command line imports this module only where it trains a
+neural ranker: commands that train none (``--help`` among them) load neither.
+"""
 
 from __future__ import annotations
 
 from skorch.callbacks import Callback
 
-from sklearn_ltr.cli._progress import EPOCH_COLUMNS, bar
+from sklearn_ltr.cli._progress import bar
 
-__all__ = ["EpochBar"]
+__all__ = ["EPOCH_COLUMNS", "EpochBar"]
+
+#: History columns shown beside an epoch bar, in this order, when present.
+EPOCH_COLUMNS = {"train_loss": "loss", "vali_ndcg@10": "vali NDCG@10", "valid_ndcg@10": "valid NDCG@10"}
 
 
 class EpochBar(Callback):

@@ -182,6 +182,8 @@ def _fit_lambdamart(ranker, params, train, valid, *, early_stopping, progress, d
 def _fit_neural(ranker, train, valid, *, extras, early_stopping, progress, desc, name):
     from skorch.callbacks import EarlyStopping
 
+    from sklearn_ltr.cli._epoch_bar import EpochBar
+
     callbacks = []
     if valid is not None:
         from sklearn_ltr.training import ValidationNDCG
@@ -193,7 +195,7 @@ def _fit_neural(ranker, train, valid, *, extras, early_stopping, progress, desc,
             callbacks.append((_PREFIX + "early_stopping", EarlyStopping(
                 monitor="vali_ndcg@10", lower_is_better=False, patience=ranker.n_iter_no_change, load_best=True)))
     if progress:
-        callbacks.append((_PREFIX + "progress", _progress.EpochBar(desc)))
+        callbacks.append((_PREFIX + "progress", EpochBar(desc)))
     user_callbacks = ranker.callbacks
     ranker.set_params(callbacks=callbacks + list(user_callbacks or []))
     try:

@@ -1,9 +1,10 @@
 """Progress bars of the command line: tqdm, on standard error, so that standard output stays clean.
 
 Bars are shown when standard error is a terminal, unless ``--no-progress`` (``--progress``
-forces them, e.g. in a log file). A neural ranker gets one tick per epoch through a skorch
-callback, LambdaMART one tick per boosting round through a LightGBM callback; both show the
-latest training loss or validation NDCG@10 beside the bar.
+forces them, e.g. in a log file). LambdaMART gets one tick per boosting round through a
+LightGBM callback (:class:`BoostingBar`), a neural ranker one tick per epoch through a skorch
+callback (``sklearn_ltr.cli._epoch_bar``, which loads skorch and so is imported only where a
+neural ranker trains); both show the latest validation NDCG@10 or training loss beside the bar.
 """
 
 from __future__ import annotations
@@ -12,21 +13,7 @@ import sys
 
 from tqdm import tqdm
 
-__all__ = ["EPOCH_COLUMNS", "BoostingBar", "bar", "progress_wanted"]  # and EpochBar, on first use
-
-#: History columns shown beside an epoch bar, in this order, when present.
-EPOCH_COLUMNS = {"train_loss": "loss", "vali_ndcg@10": "vali NDCG@10", "valid_ndcg@10": "valid NDCG@10"}
-
-
-def __getattr__(name):
-    # EpochBar is a skorch callback: it loads skorch (and torch) on first use only, so that
-    # commands that train no neural model (``--help`` among them) load neither.
-    if name == "EpochBar":
-        from sklearn_ltr.cli._epoch_bar import EpochBar
-
-        globals()["EpochBar"] = EpochBar
-        return EpochBar
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["BoostingBar", "bar", "progress_wanted"]
 
 
 def progress_wanted(flag):

@@ -20,7 +20,6 @@ import io
 import numpy as np
 
 from sklearn_ltr._atomic import write_atomically
-from sklearn_ltr.metrics._significance_results import SignificanceTable, _format_p
 from sklearn_ltr.utils._optional import import_optional
 
 __all__ = ["plot_comparison", "write_comparison_report"]
@@ -55,13 +54,30 @@ footer { color: #868e96; font-size: 0.85em; margin-top: 3em; }
 """
 
 
+#: What the report reads of a table besides its rows. The report is below the table in the import
+#: graph (``SignificanceTable.to_html`` calls it), so it knows a table by these attributes, as
+#: scikit-learn's HTML display knows an estimator by ``get_params``, rather than by importing the class.
+_TABLE_ATTRIBUTES = ("baseline_values", "values", "metric", "tests", "correction", "n_queries")
+
+
+def _format_p(p):
+    """A p-value as the text and HTML tables print it: 4 decimals, scientific notation below 1e-4."""
+    if p is None:
+        return "-"
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def _is_table(obj):
+    return all(hasattr(obj, name) for name in _TABLE_ATTRIBUTES)
+
+
 def _as_tables(tables):
     """A list of tables with per-query values, the same systems in the same order; or an error."""
-    tables = [tables] if isinstance(tables, SignificanceTable) else list(tables)
+    tables = [tables] if _is_table(tables) else list(tables)
     if not tables:
         raise ValueError("tables is empty; pass the SignificanceTable of at least one metric.")
     for table in tables:
-        if not isinstance(table, SignificanceTable):
+        if not _is_table(table):
             raise TypeError(f"tables must hold SignificanceTable objects (from compare_rankings); got "
                             f"{type(table).__name__}.")
         if table.values is None or table.baseline_values is None:

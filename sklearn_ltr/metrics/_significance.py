@@ -22,83 +22,37 @@ The randomization test sums each resample's signed differences from a table of t
 Each system's differences are put in sorted order before resampling, so that, for a
 given ``random_state``, the result depends only on the multiset of differences: it
 is the same whatever the row order, the query ids and the other systems compared.
+
+This module holds the two entry points; the checks of their arguments are in
+``_significance_inputs``, the statistics in ``_significance_stats``, the result classes (and
+their text and HTML forms) in ``_significance_results``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from numbers import Integral, Real
-
 import numpy as np
 
 from sklearn_ltr._groups import QueryGroups
-from sklearn_ltr._validation import NumberInterval, check_relevance, check_scores
+from sklearn_ltr._validation import check_relevance, check_scores
 from sklearn_ltr.metrics._registry import get_metric
-from sklearn_ltr.metrics._significance_results import SignificanceResult, SignificanceTable
-from sklearn_ltr.metrics._significance_stats import (
-    _adjust_pvalues,
-    _bootstrap_intervals,
-    _randomization_pvalues,
-    _seeds,
-    _t_test,
+from sklearn_ltr.metrics._significance_inputs import (
+    TESTS,
+    check_per_query,
+    check_test_options,
+    normalise_tests,
+    split_systems,
 )
-from sklearn_ltr.utils._sklearn_compat import Satisfies, StrOptions, check_parameters
+from sklearn_ltr.metrics._significance_results import SignificanceResult, SignificanceTable
+from sklearn_ltr.metrics._significance_stats import paired_statistics
 
 __all__ = ["SignificanceResult", "SignificanceTable", "compare_rankings", "paired_significance"]
 
-#: The tests run by default, in their report order.
-TESTS = ("t-test", "randomization", "bootstrap")
 
-
-def _is_test_selection(value):
-    if isinstance(value, str):
-        return value in TESTS
-    values = list(value)
-    return len(values) > 0 and all(isinstance(v, str) and v in TESTS for v in values)
-
-
-_PAIRED_CONSTRAINTS = {
-    "tests": [Satisfies(f"one of {TESTS!r} or a non-empty collection of them", _is_test_selection)],
-    "n_resamples": [NumberInterval(Integral, 1, None, closed="left")],
-    "confidence_level": [NumberInterval(Real, 0, 1, closed="neither")],
-    "correction": [StrOptions({"holm", "bonferroni"}), None],
-    "random_state": ["random_state", np.random.Generator],
-}
-
-
-def _normalise_tests(tests):
-    chosen = {tests} if isinstance(tests, str) else set(tests)
-    return tuple(test for test in TESTS if test in chosen)
-
-
-def _compare(baseline, others, names, *, metric, tests, n_resamples, confidence_level, correction, random_state):
-    """The tests on validated per-query values: ``baseline`` (n,), ``others`` (n_systems, n)."""
-    tests = _normalise_tests(tests)
-    differences = others - baseline
-    n_systems, n = differences.shape
-    fields = {
-        "n_queries": [n] * n_systems,
-        "baseline_mean": [float(baseline.mean())] * n_systems,
-        # Row by row: a 2-D reduction may sum in another order, and a system's result must not
-        # depend on the other systems compared.
-        "mean": [float(values.mean()) for values in others],
-        "mean_difference": [float(d.mean()) for d in differences],
-    }
-    if "t-test" in tests:
-        fields["t_statistic"], fields["t_pvalue"] = map(list, zip(*(_t_test(d) for d in differences), strict=True))
-    # Resample each system's differences in sorted order: a result then depends on the
-    # multiset of differences only, not on the order of queries or on the other systems.
-    ordered = np.sort(differences, axis=1)
-    sign_seed, bootstrap_seed = _seeds(random_state)
-    if "randomization" in tests:
-        fields["randomization_pvalue"] = _randomization_pvalues(ordered, n_resamples, sign_seed).tolist()
-    if "bootstrap" in tests:
-        intervals = _bootstrap_intervals(ordered, n_resamples, confidence_level, np.random.default_rng(bootstrap_seed))
-        fields["ci_low"], fields["ci_high"] = intervals[:, 0].tolist(), intervals[:, 1].tolist()
-    if correction is not None:
-        for field in ("t_pvalue", "randomization_pvalue"):
-            if field in fields:
-                fields[field + "_adjusted"] = _adjust_pvalues(fields[field], correction).tolist()
+def _table(baseline, others, names, *, metric, tests, n_resamples, confidence_level, correction, random_state):
+    """The tests on validated per-query values, ``baseline`` (n,) and ``others`` (n_systems, n), as a table."""
+    tests = normalise_tests(tests)
+    fields = paired_statistics(baseline, others, tests=tests, n_resamples=n_resamples,
+                               confidence_level=confidence_level, correction=correction, random_state=random_state)
     results = [
         SignificanceResult(system=name, **{key: values[j] for key, values in fields.items()})
         for j, name in enumerate(names)
@@ -108,47 +62,6 @@ def _compare(baseline, others, names, *, metric, tests, n_resamples, confidence_
         confidence_level=confidence_level, correction=correction,
         baseline_values=baseline, values=others,
     )
-
-
-def _systems(others, name="others"):
-    """``(names, arrays, argument names)`` of the systems in a dict, a sequence of arrays or one array."""
-    if hasattr(others, "columns") and hasattr(others, "items"):  # a data frame: one system per column
-        others = dict(others.items())
-    if isinstance(others, Mapping):
-        names = list(others)
-        systems = [others[key] for key in names]
-        labels = [f"{name}[{key!r}]" for key in names]
-    else:
-        if hasattr(others, "to_numpy"):
-            others = others.to_numpy()
-        several = (isinstance(others, np.ndarray) and others.ndim == 2) or (
-            isinstance(others, (list, tuple)) and (len(others) == 0 or np.ndim(others[0]) >= 1)
-        )
-        systems = list(others) if several else [others]
-        names = list(range(len(systems)))
-        labels = [f"{name}[{j}]" for j in names] if several else [name]
-    if not systems:
-        raise ValueError(f"{name} is empty; pass at least one system to compare with the baseline.")
-    return names, systems, labels
-
-
-def _check_per_query(values, name, n=None, against="baseline"):
-    if hasattr(values, "to_numpy"):
-        values = values.to_numpy()
-    values = np.asarray(values)
-    if values.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, one value per query; got shape {values.shape}.")
-    if values.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must be numeric; got dtype {values.dtype}.")
-    values = values.astype(np.float64)
-    if n is not None and values.shape[0] != n:
-        raise ValueError(
-            f"{name} has {values.shape[0]} values but {against} has {n}; pass one value per query, "
-            "the same queries in the same order."
-        )
-    if not np.isfinite(values).all():
-        raise ValueError(f"{name} contains NaN or infinite values; pass finite per-query metric values.")
-    return values
 
 
 def paired_significance(
@@ -281,18 +194,14 @@ def paired_significance(
     >>> round(r.t_pvalue, 6), round(r.t_pvalue_adjusted, 6)  # scipy.stats.ttest_rel(others["better"], baseline)
     (0.000543, 0.001086)
     """
-    check_parameters(
-        "paired_significance",
-        _PAIRED_CONSTRAINTS,
-        {"tests": tests, "n_resamples": n_resamples, "confidence_level": confidence_level,
-         "correction": correction, "random_state": random_state},
-    )
-    baseline = _check_per_query(baseline, "baseline")
+    check_test_options("paired_significance", tests=tests, n_resamples=n_resamples,
+                       confidence_level=confidence_level, correction=correction, random_state=random_state)
+    baseline = check_per_query(baseline, "baseline")
     if baseline.shape[0] < 2:
         raise ValueError(f"baseline has {baseline.shape[0]} value(s); a paired test needs at least 2 queries.")
-    names, systems, labels = _systems(others)
-    others = np.stack([_check_per_query(v, label, baseline.shape[0]) for v, label in zip(systems, labels, strict=True)])
-    return _compare(
+    names, systems, labels = split_systems(others)
+    others = np.stack([check_per_query(v, label, baseline.shape[0]) for v, label in zip(systems, labels, strict=True)])
+    return _table(
         baseline, others, names, metric=None, tests=tests, n_resamples=n_resamples,
         confidence_level=confidence_level, correction=correction, random_state=random_state,
     )
@@ -419,12 +328,8 @@ def compare_rankings(
     True
     """
     record = get_metric(metric, per_query=True, owner="compare_rankings", parameter="metric")
-    check_parameters(
-        "compare_rankings",
-        _PAIRED_CONSTRAINTS,
-        {"tests": tests, "n_resamples": n_resamples, "confidence_level": confidence_level,
-         "correction": correction, "random_state": random_state},
-    )
+    check_test_options("compare_rankings", tests=tests, n_resamples=n_resamples,
+                       confidence_level=confidence_level, correction=correction, random_state=random_state)
     options = {"k": k, **metric_params} if record.takes_k else dict(metric_params)
     record.check_options("compare_rankings", options)
     per_query = record.per_query
@@ -433,7 +338,7 @@ def compare_rankings(
     n_samples = y_true.shape[0]
     QueryGroups(groups, n_samples, against="y_true")  # validates groups before any scoring
     baseline = check_scores(baseline, n_samples, name="baseline")
-    names, systems, labels = _systems(others)
+    names, systems, labels = split_systems(others)
     systems = [check_scores(scores, n_samples, name=label) for scores, label in zip(systems, labels, strict=True)]
 
     base_values = per_query(y_true, baseline, groups, **options)
@@ -445,7 +350,7 @@ def compare_rankings(
             f"(a relevant document, with empty_value=None); a paired test needs at least 2 queries."
         )
     label = record.spelling(k if record.takes_k else None)
-    return _compare(
+    return _table(
         base_values[defined], other_values[:, defined], names, metric=label, tests=tests,
         n_resamples=n_resamples, confidence_level=confidence_level, correction=correction,
         random_state=random_state,

@@ -9,13 +9,10 @@ from numbers import Integral
 
 import numpy as np
 
+# The report renders a table: the table imports it (for to_html), it does not import the table.
+from sklearn_ltr.metrics._report import _format_p, _page, write_comparison_report
+
 __all__ = ["SignificanceResult", "SignificanceTable"]
-
-
-def _format_p(p):
-    if p is None:
-        return "-"
-    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
 
 
 def _read_only(values):
@@ -232,13 +229,11 @@ class SignificanceTable(Sequence):
         >>> page.startswith("<!DOCTYPE html>"), page.count('<figure class="differences"')
         (True, 1)
         """
-        from sklearn_ltr.metrics import _report
-
         if path is not None:
-            _report.write_comparison_report(self, path, baseline_name=baseline_name, title=title,
-                                            description=description, alpha=alpha)
+            write_comparison_report(self, path, baseline_name=baseline_name, title=title,
+                                    description=description, alpha=alpha)
             return None
-        return _report._page(self, baseline_name, title, description, alpha)
+        return _page(self, baseline_name, title, description, alpha)
 
     def _header(self):
         what = self.metric or "per-query values"

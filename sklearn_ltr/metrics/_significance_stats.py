@@ -118,3 +118,37 @@ def _seeds(random_state):
     if isinstance(random_state, np.random.RandomState):
         random_state = random_state.randint(0, 2**32, size=4, dtype=np.uint64)
     return np.random.default_rng(random_state).integers(0, 2**63 - 1, size=2, dtype=np.int64).tolist()
+
+
+def paired_statistics(baseline, others, *, tests, n_resamples, confidence_level, correction, random_state):
+    """The fields of each system's :class:`~sklearn_ltr.metrics.SignificanceResult`, on validated values.
+
+    ``baseline`` (n,) and ``others`` (n_systems, n) are finite per-query values, ``tests`` a
+    tuple of test names; returns ``{field: [value per system]}`` with the fields of the tests run.
+    """
+    differences = others - baseline
+    n_systems, n = differences.shape
+    fields = {
+        "n_queries": [n] * n_systems,
+        "baseline_mean": [float(baseline.mean())] * n_systems,
+        # Row by row: a 2-D reduction may sum in another order, and a system's result must not
+        # depend on the other systems compared.
+        "mean": [float(values.mean()) for values in others],
+        "mean_difference": [float(d.mean()) for d in differences],
+    }
+    if "t-test" in tests:
+        fields["t_statistic"], fields["t_pvalue"] = map(list, zip(*(_t_test(d) for d in differences), strict=True))
+    # Resample each system's differences in sorted order: a result then depends on the
+    # multiset of differences only, not on the order of queries or on the other systems.
+    ordered = np.sort(differences, axis=1)
+    sign_seed, bootstrap_seed = _seeds(random_state)
+    if "randomization" in tests:
+        fields["randomization_pvalue"] = _randomization_pvalues(ordered, n_resamples, sign_seed).tolist()
+    if "bootstrap" in tests:
+        intervals = _bootstrap_intervals(ordered, n_resamples, confidence_level, np.random.default_rng(bootstrap_seed))
+        fields["ci_low"], fields["ci_high"] = intervals[:, 0].tolist(), intervals[:, 1].tolist()
+    if correction is not None:
+        for field in ("t_pvalue", "randomization_pvalue"):
+            if field in fields:
+                fields[field + "_adjusted"] = _adjust_pvalues(fields[field], correction).tolist()
+    return fields

@@ -1,31 +1,21 @@
-"""LambdaMART: gradient-boosted trees with the LambdaRank objective, on LightGBM."""
+"""LambdaMART: gradient-boosted trees with the LambdaRank objective, on LightGBM.
+
+The estimator. What LightGBM receives of its parameters is built in ``_lambdamart_params``,
+the checks of ``fit``'s labels and queries and its validation sets in ``_lambdamart_data``,
+training and prediction on a Dask cluster in ``_lambdamart_dask``.
+"""
 
 from __future__ import annotations
 
-import numbers
 from numbers import Integral, Real
 
-import numpy as np
-
-from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._query_column import QUERY_COLUMN_CONSTRAINTS, document_query_column
-from sklearn_ltr._validation import check_relevance
 from sklearn_ltr.base import BaseRanker
 from sklearn_ltr.rankers import _lambdamart_dask as _dask  # imports dask only when given Dask input
-from sklearn_ltr.rankers._lambdarank_inputs import (
-    as_spmatrix,
-    check_label_range,
-    check_lgbm_param_names,
-    check_query_size,
-    checked_position_callback,
-    eval_entries,
-    is_positive_int,
-    lgbm_eval_kwargs,
-    row_weights,
-    sort_rows,
-    taken_names,
-)
-from sklearn_ltr.utils._sklearn_compat import Interval, InvalidParameterError, StrOptions, validate_estimator_params
+from sklearn_ltr.rankers._lambdamart_data import check_lambdarank, eval_fit_kwargs
+from sklearn_ltr.rankers._lambdamart_params import lgbm_eval_at, lgbm_kwargs
+from sklearn_ltr.rankers._lambdarank_inputs import as_spmatrix, checked_position_callback, row_weights, sort_rows
+from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions, validate_estimator_params
 
 __all__ = ["LambdaMARTRanker"]
 
@@ -342,62 +332,6 @@ class LambdaMARTRanker(BaseRanker):
         self.client = client
         self.query_column = query_column
 
-    # Constructor parameters handed to ``LGBMRanker`` under the same name.
-    _LGBM_KEYWORDS = (
-        "n_estimators", "learning_rate", "num_leaves", "max_depth", "min_child_samples",
-        "min_child_weight", "subsample", "subsample_freq", "colsample_bytree", "reg_alpha",
-        "reg_lambda", "importance_type", "random_state", "n_jobs", "verbose",
-    )  # fmt: skip
-
-    def _lgbm_kwargs(self):
-        """Validated keyword arguments of ``lightgbm.LGBMRanker``."""
-        kwargs = {name: getattr(self, name) for name in self._LGBM_KEYWORDS}
-        kwargs["objective"] = "lambdarank"
-        kwargs["lambdarank_truncation_level"] = self.lambdarank_truncation_level
-        if self.label_gain is not None:
-            try:
-                gain = np.asarray(self.label_gain, dtype=np.float64)
-            except (TypeError, ValueError):
-                gain = np.empty(0)
-            if gain.ndim != 1 or gain.size == 0 or not np.isfinite(gain).all():
-                raise InvalidParameterError(
-                    f"The 'label_gain' parameter of LambdaMARTRanker must be a non-empty 1-D sequence of finite "
-                    f"numbers or None. Got {self.label_gain!r} instead."
-                )
-            kwargs["label_gain"] = gain.tolist()
-        if self.early_stopping_rounds is not None:
-            kwargs["early_stopping_round"] = int(self.early_stopping_rounds)
-        extra = {} if self.lgbm_params is None else self.lgbm_params
-        check_lgbm_param_names(extra)
-        own = (*self._LGBM_KEYWORDS, "label_gain", "lambdarank_truncation_level",
-               "lambdarank_position_bias_regularization")
-        clashes = sorted(set(extra) & taken_names(own))
-        if clashes:
-            raise ValueError(
-                f"lgbm_params sets {clashes}, which LambdaMARTRanker sets itself; use the constructor "
-                f"parameter of the same meaning instead (objective is always 'lambdarank')."
-            )
-        kwargs.update(extra)
-        return kwargs
-
-    def _eval_at(self):
-        eval_at = self.eval_at
-        if isinstance(eval_at, numbers.Integral):
-            eval_at = (eval_at,)
-        if not (isinstance(eval_at, (list, tuple)) and eval_at and all(is_positive_int(k) for k in eval_at)):
-            raise InvalidParameterError(
-                f"The 'eval_at' parameter of LambdaMARTRanker must be a positive int or a non-empty sequence of "
-                f"positive ints. Got {self.eval_at!r} instead."
-            )
-        return [int(k) for k in eval_at]
-
-    def _check_lambdarank(self, y, query_groups, name, *, groups_none=False):
-        """Labels within ``label_gain`` and queries within LightGBM's size limit."""
-        check_label_range(y.max(), self.label_gain, name)
-        largest = int(np.argmax(query_groups.sizes))
-        hint = " (groups=None makes all rows one query: pass groups)" if groups_none else ""
-        check_query_size(int(query_groups.sizes[largest]), query_groups.ids[largest].item(), name, hint=hint)
-
     def fit(self, X, y, groups=None, *, positions=None, sample_weight=None, eval_set=None, eval_names=None,
             callbacks=None):
         """Train the LambdaMART model.
@@ -440,11 +374,11 @@ class LambdaMARTRanker(BaseRanker):
             return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
         import lightgbm
 
-        kwargs = self._lgbm_kwargs()
-        eval_at = self._eval_at()
+        kwargs = lgbm_kwargs(self)
+        eval_at = lgbm_eval_at(self)
         X_in, y_in, groups_in = X, y, groups
         X, y, query_groups = self._validate_fit_data(X, y, groups)
-        self._check_lambdarank(y, query_groups, "y", groups_none=groups is None)
+        check_lambdarank(y, query_groups, "y", label_gain=self.label_gain, groups_none=groups is None)
         X_sorted, y_sorted = sort_rows(query_groups, X, y)
         fit_kwargs = {}
         if positions is not None:  # unbiased lambdarank: one learned bias per display position
@@ -453,7 +387,7 @@ class LambdaMARTRanker(BaseRanker):
         if sample_weight is not None:
             fit_kwargs["sample_weight"] = row_weights(sample_weight, query_groups, to_mean_one=positions is not None)
         training = ((X_in, y_in, groups_in), (X_sorted, y_sorted, query_groups.sizes))
-        fit_kwargs.update(self._eval_fit_kwargs(eval_set, eval_names, training))
+        fit_kwargs.update(eval_fit_kwargs(self, eval_set, eval_names, training))
         model = lightgbm.LGBMRanker(**kwargs)
         model.fit(X_sorted, y_sorted, group=query_groups.sizes, eval_at=eval_at, callbacks=callbacks, **fit_kwargs)
         return self._set_fitted(model)
@@ -471,32 +405,6 @@ class LambdaMARTRanker(BaseRanker):
                 "positions."
             )
 
-    def _eval_fit_kwargs(self, eval_set, eval_names, training):
-        """``LGBMRanker.fit``'s evaluation arguments for ``eval_set`` (none without it).
-
-        ``training`` pairs the caller's ``(X, y, groups)`` with the sorted
-        ``(X, y, query sizes)`` handed to LightGBM: an ``eval_set`` entry made of the
-        very training objects is passed as those, so that LightGBM recognises the
-        training data by identity and reuses it.
-        """
-        if eval_set is None:
-            if self.early_stopping_rounds is not None:
-                raise ValueError(
-                    "early_stopping_rounds needs validation queries: pass eval_set=[(X_val, y_val, groups_val)]."
-                )
-            return {}
-        (X_in, y_in, groups_in), (X_sorted, y_sorted, sizes) = training
-        valid_sets, valid_groups = [], []
-        for i, (X_val, y_val, groups_val) in enumerate(eval_entries(eval_set)):
-            if X_val is X_in and y_val is y_in and groups_val is groups_in:
-                valid_sets.append((X_sorted, y_sorted))
-                valid_groups.append(sizes)
-                continue
-            valid_sets.append(self._validate_eval_entry(i, X_val, y_val, groups_val, valid_groups))
-        if eval_names is not None and len(eval_names) != len(valid_sets):
-            raise ValueError(f"eval_names has {len(eval_names)} names for {len(valid_sets)} eval_set entries.")
-        return lgbm_eval_kwargs(valid_sets, valid_groups, eval_names)
-
     def _set_fitted(self, model):
         """Keep the fitted ``LGBMRanker`` and the attributes read from it; returns ``self``."""
         self.model_ = model
@@ -507,22 +415,6 @@ class LambdaMARTRanker(BaseRanker):
         self.n_estimators_ = int(model.booster_.current_iteration())
         self.evals_result_ = model.evals_result_
         return self
-
-    def _validate_eval_entry(self, i, X_val, y_val, groups_val, valid_groups):
-        name = f"eval_set[{i}]"
-        X_val, groups_val = self._split_query_column(X_val, groups_val, method=f"fit ({name})")
-        if groups_val is None:
-            raise ValueError(
-                f"{name} has groups_val=None; validation rows need their own query ids: (X_val, y_val, groups_val)."
-            )
-        X_val = self._validate_X(X_val)
-        y_val = check_relevance(y_val, name=f"{name} y_val", integer=True)
-        if y_val.shape[0] != X_val.shape[0]:
-            raise ValueError(f"{name}: y_val has {y_val.shape[0]} labels but X_val has {X_val.shape[0]} rows.")
-        query_groups = QueryGroups(groups_val, X_val.shape[0])
-        self._check_lambdarank(y_val, query_groups, f"{name} y_val")
-        valid_groups.append(query_groups.sizes)
-        return sort_rows(query_groups, X_val, y_val)
 
     def predict(self, X, groups=None):
         """Score each row; LambdaMART is pointwise, so ``groups`` is not needed.

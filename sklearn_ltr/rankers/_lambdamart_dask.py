@@ -36,6 +36,7 @@ import warnings
 import numpy as np
 
 from sklearn_ltr._groups import QueryGroups, check_groups
+from sklearn_ltr.rankers._lambdamart_params import lgbm_eval_at, lgbm_kwargs
 from sklearn_ltr.utils._optional import require_dask
 
 __all__ = ["fit_dask", "is_dask_collection", "predict_dask", "to_local"]
@@ -240,9 +241,9 @@ def fit_dask(ranker, X, y, groups, *, eval_set=None, callbacks=None):
             "with a Dask X, y and groups must be Dask collections partitioned like X (groups may also name a "
             f"column of a Dask DataFrame X); got y: {type(y).__name__}, groups: {type(groups).__name__}."
         )
-    kwargs = ranker._lgbm_kwargs()
+    kwargs = lgbm_kwargs(ranker)
     kwargs.pop("n_jobs", None)  # lightgbm.dask runs as many threads as each Dask worker has
-    eval_at = ranker._eval_at()
+    eval_at = lgbm_eval_at(ranker)
     client = _client(ranker.client)
     start = time.perf_counter()
     frame, columns, feature_names = _zip(X, y, groups)

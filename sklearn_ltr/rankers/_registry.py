@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+from sklearn_ltr.utils._trusted_types import declare_trusted_types, withdraw_trusted_types
+
 __all__ = ["PER_QUERY_WEIGHTS", "RANKERS", "RankerEntry", "exported_names", "load", "register_ranker",
            "unregister_ranker"]
 
@@ -108,6 +110,8 @@ def register_ranker(entry):
     if entry.cli_name is not None and any(other.cli_name == entry.cli_name for other in RANKERS.values()):
         raise ValueError(f"register_ranker: --model {entry.cli_name!r} is taken.")
     RANKERS[entry.name] = entry
+    # utils.persistence lists these for skops; it sits below the rankers, so they are handed down.
+    declare_trusted_types(entry.name, (f"{entry.module}.{entry.name}", *entry.trusted_types))
     return entry
 
 
@@ -123,6 +127,7 @@ def unregister_ranker(name):
     False
     """
     del RANKERS[name]
+    withdraw_trusted_types(name)
 
 
 def exported_names():

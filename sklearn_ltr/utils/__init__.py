@@ -14,8 +14,8 @@ from sklearn_ltr.utils._tags import RankerTags, Tags, get_ranker_tags
 __all__ = ["TRUSTED_TYPES", "RankerTags", "Tags", "get_ranker_tags"]
 
 # The bottom of the package (compat, tags, optional imports) lives in this package's private
-# modules, which everything imports; TRUSTED_TYPES reads the registry of rankers, a layer up,
-# so it loads on first use only (PEP 562): importing the bottom never drags the top along.
+# modules, which everything imports, before the registry of rankers has declared its types;
+# TRUSTED_TYPES is read from persistence on first use (PEP 562), once they are declared.
 
 
 def __getattr__(name):

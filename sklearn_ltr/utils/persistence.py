@@ -39,7 +39,7 @@ Examples
 True
 """
 
-from sklearn_ltr.rankers import _registry
+from sklearn_ltr.utils._trusted_types import declared_trusted_types
 
 __all__ = ["TRUSTED_TYPES", "trusted_types"]
 
@@ -50,9 +50,10 @@ _SHARED_TYPES = ("sklearn_ltr.preprocessing._log1p.Log1pTransformer",)
 def trusted_types():
     """Fully qualified names of the types skops files of the registered rankers reference.
 
-    Read from the registry of rankers (:data:`sklearn_ltr.rankers.RANKERS`): each ranker's
-    class and the types its entry declares (its net, its torch module, LightGBM's model).
-    Includes rankers registered after import, which :data:`TRUSTED_TYPES` does not.
+    Declared by the registry of rankers (:data:`sklearn_ltr.rankers.RANKERS`) as it registers
+    each ranker: its class and the types its entry names (its net, its torch module,
+    LightGBM's model); then the preprocessing the pipelines of the docs use. Includes rankers
+    registered after import, which :data:`TRUSTED_TYPES` does not.
 
     Returns
     -------
@@ -66,17 +67,12 @@ def trusted_types():
     >>> "sklearn_ltr.nn._dasalc.DASALCNet" in trusted_types()
     True
     """
-    types = []
-    for entry in _registry.RANKERS.values():
-        types.append(f"{entry.module}.{entry.name}")
-    types.extend(_SHARED_TYPES)
-    for entry in _registry.RANKERS.values():
-        types.extend(entry.trusted_types)
-    return list(dict.fromkeys(types))
+    return list(dict.fromkeys([*declared_trusted_types(), *_SHARED_TYPES]))
 
 
 #: list of str: fully qualified names of the types that skops files of ``sklearn_ltr``
 #: models reference beyond skops's own trusted defaults; ``trusted=`` of ``skops.io.load``
-#: and ``skops_trusted_types=`` of ``mlflow.sklearn.log_model``. Built from the registry of
-#: rankers at import (:func:`trusted_types`).
+#: and ``skops_trusted_types=`` of ``mlflow.sklearn.log_model``. The types of the rankers
+#: registered when this module is first imported (:func:`trusted_types`): importing it imports
+#: ``sklearn_ltr``, whose registry of rankers registers the library's own first.
 TRUSTED_TYPES = trusted_types()
