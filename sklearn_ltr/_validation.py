@@ -14,7 +14,9 @@ import scipy.sparse as sp
 
 from sklearn_ltr.utils._sklearn_compat import Interval, _num_samples
 
-__all__ = ["NumberInterval", "check_features", "check_relevance", "check_same_length", "check_scores"]
+__all__ = [
+    "NumberInterval", "check_features", "check_finite_labels", "check_relevance", "check_same_length", "check_scores",
+]
 
 #: The largest finite float32: a float64 feature beyond it becomes infinite in a float32 model.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -65,6 +67,19 @@ def check_scores(y_score, n_samples=None, *, name="y_score"):
     return y_score
 
 
+_NON_FINITE_LABELS = "{name} contains NaN or infinite labels; relevance grades must be finite."
+
+
+def check_finite_labels(y, *, name="y"):
+    """Raise :func:`check_relevance`'s error for NaN or infinite float labels, whatever their shape.
+
+    Called before scikit-learn's ``validate_data``, whose message ("Input y contains NaN.") names no fix.
+    """
+    values = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y) if y is not None else None
+    if values is not None and values.dtype.kind == "f" and not np.isfinite(values).all():
+        raise ValueError(_NON_FINITE_LABELS.format(name=name))
+
+
 def check_relevance(y, *, name="y_true", integer=False):
     """Return graded relevance labels as a float64 vector.
 
@@ -83,7 +98,7 @@ def check_relevance(y, *, name="y_true", integer=False):
         raise ValueError(f"{name} must hold numeric relevance grades; got dtype {y.dtype}.")
     y = y.astype(np.float64, copy=False)
     if not np.isfinite(y).all():
-        raise ValueError(f"{name} contains NaN or infinite labels; relevance grades must be finite.")
+        raise ValueError(_NON_FINITE_LABELS.format(name=name))
     if (y < 0).any():
         raise ValueError(f"{name} contains negative labels (min {y.min():g}); relevance grades must be >= 0.")
     if integer and not np.array_equal(y, np.round(y)):

@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_ltr._groups import QueryGroups, check_groups
-from sklearn_ltr._validation import check_features, check_relevance, check_same_length
+from sklearn_ltr._validation import check_features, check_finite_labels, check_relevance, check_same_length
 from sklearn_ltr.utils._tags import Tags
 
 __all__ = ["BaseRanker", "MissingGroupsWarning", "RankerMixin", "resolve_groups"]
@@ -334,6 +334,7 @@ class BaseRanker(RankerMixin, BaseEstimator):
         """
         X, groups = self._split_query_column(X, groups, method=method)
         check_same_length(X, y, "y", what="one relevance label per row of X")
+        check_finite_labels(y)
         X, y = validate_data(self, X, y, reset=True, y_numeric=True, **self._check_X_kwargs())
         self._check_features(X)
         y = check_relevance(y, name="y", integer=self._integer_labels)
