@@ -77,7 +77,8 @@ def _missing_groups_message(n_samples, method):
         message += (
             " Inside GridSearchCV, cross_validate or a Pipeline, groups only reach the ranker "
             "with metadata routing: call sklearn.set_config(enable_metadata_routing=True) "
-            "and pass groups=... to the search's or pipeline's fit."
+            "and pass groups=... to the search's or pipeline's fit. Without it the ranking scorers "
+            "cannot score a fold (each fold scores nan; error_score='raise' stops a search at the first)."
         )
     return message
 

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.utils import get_tags
 
-from sklearn_ltr import LambdaMARTRanker, NDCGScorer, RankingEnsemble, RankNetRanker, SetRankRanker
+from sklearn_ltr import LambdaMARTRanker, NDCGScorer, RankingEnsemble, RankNetRanker, SetRankRanker, ndcg_scorer
 from sklearn_ltr import TwoTowerDebiasedRanker as TwoTower
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.rankers import RANKERS
@@ -238,6 +239,9 @@ def _cases(X, y, qid, tmp_path, monkeypatch):
             lambda: _said(_ranknet().fit, X, y, groups=np.where(np.arange(n) == 4, np.nan, qid))
             + _said(_ranknet().fit, X, y, groups=np.arange(n) % 2 == 0),
         "``groups=None`` in ``fit``/``predict``": lambda: _said(_lambdamart().fit, X, y),
+        "``GridSearchCV(..., scoring=ndcg_scorer).fit(X, y, groups=qid)`` without metadata routing":
+            lambda: _said(GridSearchCV(_lambdamart(), {"num_leaves": [3]}, cv=GroupKFold(2), scoring=ndcg_scorer,
+                                       error_score="raise").fit, X, y, groups=qid),
         "NaN features (row 4, column 2) in ``fit`` or ``predict``":
             lambda: _said(_ranknet().fit, _with(X, np.nan), y, groups=qid),
         "infinite features (row 4, column 2)": lambda: _said(_lambdamart().fit, _with(X, np.inf), y, groups=qid),
