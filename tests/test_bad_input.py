@@ -179,8 +179,8 @@ def _quotes(cell):
 
 
 def _matches(quote, message):
-    """Whether ``message`` says ``quote``, word for word, ``...`` standing for any text."""
-    pattern = ".*?".join(re.escape(part) for part in quote.split("..."))
+    """Whether ``message`` says ``quote``, word for word, ``...`` (and the spaces around it) standing for any text."""
+    pattern = ".*?".join(re.escape(part.strip()) for part in quote.split("..."))
     return re.search(pattern, message, flags=re.DOTALL) is not None
 
 
@@ -351,3 +351,61 @@ def test_matching_reads_dots_as_any_text_and_nothing_else():
     assert _matches("y has ... rows; pass one", "y has 299 entries but X has 300 rows; pass one label")
     assert not _matches("y has 300 rows", "y has 299 rows")
     assert not _matches("a.b", "axb")  # the quote is literal text, not a pattern
+
+
+# --------------------------------------------------------------------------- the grid-search page's quoted messages
+
+
+def _prose_quotes(page):
+    """Double-quoted text of a page's prose: outside doctests, indented blocks and ``literal`` spans."""
+    lines = [line for line in page.read_text(encoding="utf-8").splitlines()
+             if not re.match(r"\s*(>>>|\.\.\.)|\s{3,}", line)]
+    return re.findall(r'"([^"]+)"', re.sub(r"``.*?``", "", " ".join(lines)))
+
+
+def test_the_grid_search_page_quotes_what_the_library_and_scikit_learn_say(data):
+    import sklearn
+
+    X, y, qid = data
+    search = GridSearchCV(_lambdamart(), {"num_leaves": [3]}, cv=GroupKFold(2), scoring=ndcg_scorer)
+    with sklearn.config_context(enable_metadata_routing=True):
+        routing_on = _said(GridSearchCV(_lambdamart(), {"num_leaves": [3]}, cv=3, scoring=ndcg_scorer,
+                                        error_score="raise").fit, X, y)
+    said = {
+        "Scoring failed": _said(search.fit, X, y, groups=qid),  # scikit-learn's warning of each fold
+        "Metadata routing is on, but no groups reached the scorer ...": routing_on,
+    }
+    quotes = set(_prose_quotes(PAGE.with_name("query_groups.rst"))) - {"all rows are one query"}  # not a message
+    assert quotes == set(said)
+    for quote, messages in said.items():
+        assert any(_matches(quote, message) for message in messages), (quote, messages)
+
+
+def test_the_cli_names_the_line_of_a_nan_in_a_file_scored_by_a_neural_model(tmp_path, monkeypatch):
+    from sklearn_ltr.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    Path("train.txt").write_text("0 qid:1 1:0.5 2:1\n1 qid:1 1:0.2 2:0\n2 qid:2 1:0.1 2:0.3\n0 qid:2 1:0.4 2:2\n")
+    Path("test.txt").write_text("0 qid:1 1:0.5 2:1\n\n# the third row\n1 qid:1 1:0.2 2:1\n2 qid:2 1:nan 2:inf\n")
+    quiet = contextlib.redirect_stdout(io.StringIO())
+    with quiet:
+        assert main(["train", "--model", "ranknet", "--train", "train.txt", "--out", "model.pkl",
+                     "--param", "max_epochs=1"]) == 0
+    for command in (["predict", "--out", "scores.txt"], ["evaluate"]):
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr), quiet:
+            assert main([command[0], "--model", "model.pkl", "--data", "test.txt", *command[1:]]) == 2
+        assert stderr.getvalue() == (
+            "sklearn-ltr: error: --data 'test.txt', line 5: feature 1 is nan, and model 'model.pkl' cannot take "
+            "missing values (1 row of the file holds NaN). Fill them in the file, or train with --model "
+            "lambdamart, which treats NaN as a missing value.\n")
+    assert not Path("scores.txt").exists()
+    # LambdaMART takes the NaN as a missing value; the infinity beside it is refused, on the same line.
+    with quiet:
+        assert main(["train", "--model", "lambdamart", "--train", "train.txt", "--out", "trees.pkl",
+                     "--param", "min_child_samples=1"]) == 0
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), quiet:
+        assert main(["predict", "--model", "trees.pkl", "--data", "test.txt", "--out", "scores.txt"]) == 2
+    assert stderr.getvalue().startswith("sklearn-ltr: error: --data 'test.txt', line 5: feature 2 is inf, and model "
+                                        "'trees.pkl' needs finite features (1 row of the file holds infinity).")
