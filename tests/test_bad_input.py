@@ -28,6 +28,7 @@ from sklearn_ltr import LambdaMARTRanker, NDCGScorer, RankingEnsemble, RankNetRa
 from sklearn_ltr import TwoTowerDebiasedRanker as TwoTower
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.rankers import RANKERS
+from sklearn_ltr.utils import get_ranker_tags
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -145,9 +146,9 @@ def test_per_row_inputs_of_another_length_name_the_argument_and_both_lengths(dat
         _quiet(fit, X, labels, groups=qid[:-1], **extras)
     with pytest.raises(ValueError, match=_length_message("sample_weight", 299)):
         _quiet(fit, X, labels, groups=qid, sample_weight=np.ones(299), **extras)
-    if entry.clicks:
-        with pytest.raises(ValueError, match=_length_message("positions", 299)):
-            fit(X, labels, groups=qid, positions=_inputs(entry, y, 299)[1]["positions"])
+    for name in get_ranker_tags(ranker).extra_fit_inputs:  # positions, initial_rank: 1-based ranks
+        with pytest.raises(ValueError, match=_length_message(name, 299)):
+            _quiet(fit, X, labels, groups=qid, **{**extras, name: np.arange(299) % 10 + 1})
     with pytest.raises(ValueError, match=_length_message("groups", 299)):
         ranker.predict(X, groups=qid[:-1])
     with pytest.raises(ValueError, match=r"^y has 299 entries but X has 300 rows"):
