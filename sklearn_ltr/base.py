@@ -306,8 +306,9 @@ class BaseRanker(RankerMixin, BaseEstimator):
             "ensure_all_finite": False,
         }
 
-    def _check_features(self, X):
-        check_features(X, owner=type(self).__name__, allow_nan=self._allow_nan, float32=self._float32_features)
+    def _check_features(self, X, name="X"):
+        check_features(X, owner=type(self).__name__, allow_nan=self._allow_nan, float32=self._float32_features,
+                       name=name)
         return X
 
     def _split_query_column(self, X, groups, *, method):
@@ -342,9 +343,9 @@ class BaseRanker(RankerMixin, BaseEstimator):
         query_groups = resolve_groups(groups, X.shape[0], method=method, stacklevel=stacklevel)
         return X, y, query_groups
 
-    def _validate_X(self, X):
-        """Validate more rows (validation or test) against the features seen in ``fit``."""
-        return self._check_features(validate_data(self, X, reset=False, **self._check_X_kwargs()))
+    def _validate_X(self, X, name="X"):
+        """Validate more rows (validation or test) against the features seen in ``fit``; ``name`` is for messages."""
+        return self._check_features(validate_data(self, X, reset=False, **self._check_X_kwargs()), name=name)
 
     def _validate_predict_data(self, X, groups=None, *, return_groups=False):
         """Check the ranker is fitted; validate ``X`` and the length of ``groups``.

@@ -410,3 +410,10 @@ def test_the_cli_names_the_line_of_a_nan_in_a_file_scored_by_a_neural_model(tmp_
         assert main(["predict", "--model", "trees.pkl", "--data", "test.txt", "--out", "scores.txt"]) == 2
     assert stderr.getvalue().startswith("sklearn-ltr: error: --data 'test.txt', line 5: feature 2 is inf, and model "
                                         "'trees.pkl' needs finite features (1 row of the file holds infinity).")
+
+
+def test_lambdamart_names_the_eval_set_whose_features_are_infinite(data):
+    X, y, qid = data
+    with pytest.raises(ValueError, match=r"^eval_set\[0\] X_val contains infinity \(1 value; the first in row 4, "
+                                         r"column 2\): LambdaMARTRanker needs finite features\."):
+        _lambdamart().fit(X, y, groups=qid, eval_set=[(_with(X, np.inf), y, qid)])
