@@ -18,15 +18,9 @@ import os
 
 import numpy as np
 
-from sklearn_ltr.cli import _progress
+from sklearn_ltr.cli import _data_files, _progress
 from sklearn_ltr.cli._clicks import click_log
-from sklearn_ltr.cli._data_files import (
-    align_features,
-    check_features,
-    data_file_inputs,
-    read_ranking,
-    read_rows_of_numbers,
-)
+from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import empty_queries, empty_query_note, parse_metrics
 from sklearn_ltr.cli._model_files import load_model, save_model
@@ -71,7 +65,7 @@ def train(args):
         data, valid = align_features(data, n_features), align_features(valid, n_features)
     for option, rows in (("--train", data), ("--valid", valid)):
         if rows is not None:
-            check_features(rows, spec.cls(), option=option, model_name=spec.name)
+            _data_files.check_features(rows, spec.cls(), option=option, model_name=spec.name)
     print(f"train {data.describe()}", flush=True)
     if valid is not None:
         print(f"valid {valid.describe()}", flush=True)
@@ -119,7 +113,7 @@ def model_scores(model, data, model_path):
 def _read_for_model(path, fmt, model, model_path, *, require_groups):
     reads_ids = reads_query_column(model.estimator)
     data = read_ranking(path, fmt, require_groups=require_groups or model.list_context or reads_ids)
-    check_features(data, model.estimator, option="--data", model_name=f"model {model_path!r}")
+    _data_files.check_features(data, model.estimator, option="--data", model_name=f"model {model_path!r}")
     return align_features(data, file_features(model.estimator, model.n_features), model_name=f"model {model_path!r}")
 
 
