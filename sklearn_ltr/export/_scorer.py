@@ -60,15 +60,6 @@ class OnnxScorer:
         length, so a batch pads its lists to similar lengths). A pointwise model scores up
         to ``max_batch_documents`` rows as one list.
 
-    Raises
-    ------
-    InvalidParameterError
-        When ``max_batch_documents`` or ``max_batch_queries`` is not an int >= 1 (checked
-        before the model is read). :meth:`predict` raises ``ValueError`` for features the
-        model cannot take, naming ``X``, how many values and the first: NaN (unless the
-        ranker took missing values), infinity, and float64 values beyond float32's range
-        (the model's input is float32, where they would be infinite).
-
     Attributes
     ----------
     session_ : onnxruntime.InferenceSession
@@ -85,6 +76,15 @@ class OnnxScorer:
         of ``X`` and drops it, as the ranker does. The ONNX model itself takes features only.
     input_names_ : list of str
         The model's inputs: ``["X", "mask"]``, plus ``"initial_rank"`` for SetRank-init.
+
+    Raises
+    ------
+    InvalidParameterError
+        When ``max_batch_documents`` or ``max_batch_queries`` is not an int >= 1 (checked
+        before the model is read). :meth:`predict` raises ``ValueError`` for features the
+        model cannot take, naming ``X``, how many values and the first: NaN (unless the
+        ranker took missing values), infinity, and float64 values beyond float32's range
+        (the model's input is float32, where they would be infinite).
 
     See Also
     --------
