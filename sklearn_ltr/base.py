@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_ltr._groups import QueryGroups, check_groups
-from sklearn_ltr._validation import check_relevance
+from sklearn_ltr._validation import check_features, check_finite_labels, check_relevance, check_same_length
 from sklearn_ltr.utils._tags import Tags
 
 __all__ = ["BaseRanker", "MissingGroupsWarning", "RankerMixin", "resolve_groups"]
@@ -77,7 +77,8 @@ def _missing_groups_message(n_samples, method):
         message += (
             " Inside GridSearchCV, cross_validate or a Pipeline, groups only reach the ranker "
             "with metadata routing: call sklearn.set_config(enable_metadata_routing=True) "
-            "and pass groups=... to the search's or pipeline's fit."
+            "and pass groups=... to the search's or pipeline's fit. Without it the ranking scorers "
+            "cannot score a fold (each fold scores nan; error_score='raise' stops a search at the first)."
         )
     return message
 
@@ -234,6 +235,7 @@ class RankerMixin:
             if validate is not None:  # a wrong X is reported first, as scikit-learn's checks expect
                 validate(X)
             raise ValueError(_missing_query_ids_message(f"{type(self).__name__}.score"))
+        check_same_length(X, y, "y", what="one relevance label per row of X")
         y_score = self.predict(X, groups=groups, **predict_params)
         return float(ndcg_score(y, y_score, groups, k=SCORE_K))
 
@@ -257,7 +259,11 @@ class BaseRanker(RankerMixin, BaseEstimator):
     setting ``n_features_in_`` and ``feature_names_in_``) and
     ``_validate_predict_data`` (``X`` checked against the fitted features).
     Tags say whether sparse ``X`` and NaN features are accepted; subclasses set
-    ``_accept_sparse`` and ``_allow_nan`` to match.
+    ``_accept_sparse`` and ``_allow_nan`` to match, and ``_float32_features`` when
+    the model computes in float32 (float64 features beyond float32's range are then
+    refused). Bad features get the library's message, naming ``X``, how many values
+    are at fault, the first of them and the fix; labels of another length than ``X``
+    a message naming ``y`` and both lengths.
 
     Examples
     --------
@@ -283,6 +289,8 @@ class BaseRanker(RankerMixin, BaseEstimator):
     _allow_nan = False
     #: Whether relevance labels must be whole numbers 0, 1, 2, ...
     _integer_labels = False
+    #: Whether the model computes in float32 (a float64 feature beyond float32's range would be infinite).
+    _float32_features = False
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -294,8 +302,14 @@ class BaseRanker(RankerMixin, BaseEstimator):
         return {
             "accept_sparse": self._accept_sparse,
             "dtype": (np.float64, np.float32),
-            "ensure_all_finite": "allow-nan" if self._allow_nan else True,
+            # Non-finite values are refused by _check_features, whose message names the fix.
+            "ensure_all_finite": False,
         }
+
+    def _check_features(self, X, name="X"):
+        check_features(X, owner=type(self).__name__, allow_nan=self._allow_nan, float32=self._float32_features,
+                       name=name)
+        return X
 
     def _split_query_column(self, X, groups, *, method):
         """``X`` without its query column and the ids read from it (unchanged without ``query_column``)."""
@@ -321,14 +335,17 @@ class BaseRanker(RankerMixin, BaseEstimator):
             The query index of ``groups`` (one query if ``groups`` is None).
         """
         X, groups = self._split_query_column(X, groups, method=method)
+        check_same_length(X, y, "y", what="one relevance label per row of X")
+        check_finite_labels(y)
         X, y = validate_data(self, X, y, reset=True, y_numeric=True, **self._check_X_kwargs())
+        self._check_features(X)
         y = check_relevance(y, name="y", integer=self._integer_labels)
         query_groups = resolve_groups(groups, X.shape[0], method=method, stacklevel=stacklevel)
         return X, y, query_groups
 
-    def _validate_X(self, X):
-        """Validate more rows (validation or test) against the features seen in ``fit``."""
-        return validate_data(self, X, reset=False, **self._check_X_kwargs())
+    def _validate_X(self, X, name="X"):
+        """Validate more rows (validation or test) against the features seen in ``fit``; ``name`` is for messages."""
+        return self._check_features(validate_data(self, X, reset=False, **self._check_X_kwargs()), name=name)
 
     def _validate_predict_data(self, X, groups=None, *, return_groups=False):
         """Check the ranker is fitted; validate ``X`` and the length of ``groups``.

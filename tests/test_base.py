@@ -127,8 +127,11 @@ def test_validation_errors(data):
         ranker.predict(X, groups=groups[:3])
     with pytest.raises(ValueError, match="expecting 3 features"):
         ranker.predict(X[:, :2])
-    with pytest.raises(ValueError, match="Input X contains NaN"):
+    with pytest.raises(ValueError, match=r"^X contains NaN \(\d+ values; the first in row \d+, column \d+\): "
+                                         r"RecordingRanker cannot take missing values"):
         RecordingRanker().fit(np.where(X > 1, np.nan, X), y, groups)
+    with pytest.raises(ValueError, match=r"^y has 119 entries but X has 120 rows; pass one relevance label per row"):
+        RecordingRanker().fit(X, y[:-1], groups)
     with pytest.raises(sklearn.exceptions.NotFittedError):
         RecordingRanker().predict(X)
 

@@ -17,6 +17,7 @@ onnx = pytest.importorskip("onnx", reason="ONNX export needs the serving extra: 
 pytest.importorskip("onnxruntime", reason="ONNX export tests need onnxruntime: pip install -e '.[serving]'")
 
 from sklearn_ltr.export import OnnxScorer, to_onnx  # noqa: E402
+from sklearn_ltr.utils._sklearn_compat import InvalidParameterError  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -119,7 +120,7 @@ def test_model_with_n_features_metadata_only_takes_the_safe_defaults(data, rankn
         scorer.predict(X)
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     assert max_diff(scorer.predict(frame, groups=qid), ranker.predict(X)) <= TOLERANCE
-    with pytest.raises(ValueError, match=r"^Input contains NaN\.$"):
+    with pytest.raises(ValueError, match=r"^X contains NaN .*: OnnxScorer cannot take missing values"):
         scorer.predict(np.where(X > 2, np.nan, X), groups=qid)
 
 
@@ -244,31 +245,64 @@ def test_feature_names_checked_only_when_both_sides_have_them(data, ranknet):
     np.testing.assert_array_equal(ranknet[1].predict(frame), ranknet[1].predict(X))
 
 
+def _first_and_count(mask):
+    row, column = np.argwhere(mask)[0]
+    return int(mask.sum()), row, column
+
+
 def test_missing_and_infinite_features_are_refused_before_scoring(data, ranknet):
     X, _, _ = data
     scorer = ranknet[1]
+    count, row, column = _first_and_count(X > 2)
     with pytest.raises(ValueError) as error:
         scorer.predict(np.where(X > 2, np.nan, X))
-    assert str(error.value) == "Input contains NaN."
+    assert str(error.value) == (
+        f"X contains NaN ({count} values; the first in row {row}, column {column}): OnnxScorer cannot take missing "
+        f"values. Impute them (e.g. sklearn.impute.SimpleImputer in a Pipeline before the ranker), or use "
+        f"LambdaMARTRanker, which treats NaN as a missing value.")
     with pytest.raises(ValueError) as error:
         scorer.predict(np.where(X > 2, np.inf, X))
-    assert str(error.value) == "Input contains infinity or a value too large for dtype('float64')."
+    assert str(error.value) == (
+        f"X contains infinity ({count} values; the first in row {row}, column {column}): OnnxScorer needs finite "
+        f"features. Replace them with finite values (e.g. np.clip or np.nan_to_num).")
     # An object array (as from a DataFrame with None in it) converts to float first: None is missing too.
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ValueError, match=rf"^X contains NaN \({count} values; the first in row {row},"):
         scorer.predict(np.where(X > 2, None, X).astype(object))
-    assert str(error.value) == "Input contains NaN."
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
-def test_scores_that_overflow_float32_name_the_scorer(data, ranknet):
+def test_features_beyond_float32_are_refused_without_a_numpy_warning(data, ranknet):
     X = data[0].copy()
     X[5, 1] = 1e39  # finite in float64, infinite in the model's float32
-    with pytest.raises(ValueError) as error:
-        ranknet[1].predict(X)
+    X[7, 0] = -2e39
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's "overflow encountered in cast" would come first
+        with pytest.raises(ValueError) as error:
+            ranknet[1].predict(X)
     assert str(error.value) == (
-        f"OnnxScorer produced 1 non-finite scores of {len(X)}: these rows' features are probably far outside the "
-        f"training data's range (scale the features, e.g. with StandardScaler or Log1pTransformer, in a Pipeline "
-        f"for both fit and predict).")
+        "X holds values beyond float32's range (2 values of magnitude above 3.4e+38; the first in row 5, column 1: "
+        "1e+39): OnnxScorer computes in float32, where they would be infinite. Scale the features (e.g. "
+        "Log1pTransformer or StandardScaler in a Pipeline, for both fit and predict).")
+    # The same values in float32 are infinite already: the infinity error, and no cast.
+    with pytest.raises(ValueError, match=r"^X contains infinity \(2 values; the first in row 5, column 1\)"):
+        with np.errstate(over="ignore"):
+            ranknet[1].predict(X.astype(np.float32))
+
+
+@pytest.mark.parametrize("value", [0, -1, 2.5, True, "8", None])
+@pytest.mark.parametrize("name", ["max_batch_documents", "max_batch_queries"])
+def test_batch_sizes_must_be_positive_ints(ranknet, name, value):
+    model = to_onnx(ranknet[0])
+    with pytest.raises(InvalidParameterError) as error:
+        OnnxScorer(model, **{name: value})
+    assert str(error.value) == (
+        f"The '{name}' parameter of OnnxScorer must be an int in the range [1, inf). Got {value!r} instead.")
+
+
+@pytest.mark.parametrize("name", ["max_batch_documents", "max_batch_queries"])
+def test_a_batch_size_of_one_is_accepted_as_any_integer_type(data, ranknet, name):
+    X, _, qid = data
+    scorer = OnnxScorer(to_onnx(ranknet[0]), n_threads=1, **{name: np.int64(1)})
+    assert max_diff(scorer.predict(X[:50], groups=qid[:50]), ranknet[0].predict(X[:50])) <= TOLERANCE
 
 
 def test_initial_rank_must_hold_one_finite_rank_per_row(data, setrank_init):

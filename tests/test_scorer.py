@@ -242,3 +242,60 @@ def test_without_routing_scoring_fails_with_the_message(data):
         scores = cross_val_score(LinearRegression(), X, y, cv=GroupKFold(3), scoring=ndcg_scorer, groups=qid)
     assert np.isnan(scores).all()
     assert any("enable_metadata_routing=True" in str(w.message) for w in caught)
+
+
+class FitCountingRegressor(LinearRegression):
+    """A regressor that counts its fits, to see where a search stops."""
+
+    fits = 0
+
+    def fit(self, X, y):
+        type(self).fits += 1
+        return super().fit(X, y)
+
+
+def test_a_search_that_forgot_routing_stops_at_the_first_fold_with_error_score_raise(data):
+    X, y, qid = data
+    FitCountingRegressor.fits = 0
+    search = GridSearchCV(FitCountingRegressor(), {"fit_intercept": [True, False]}, cv=GroupKFold(3),
+                          scoring=ndcg_scorer, error_score="raise")
+    with pytest.raises(ValueError) as error:
+        search.fit(X, y, groups=qid)
+    assert FitCountingRegressor.fits == 1  # the first fold's score failed: no further fit
+    message = str(error.value)
+    assert message.startswith("NDCGScorer(k=10) needs the query id of every test row, but got groups=None. "
+                              "Metadata routing is off, so GridSearchCV, cross_validate and cross_val_score pass "
+                              "groups to the splitter only, and every fold scores nan: call "
+                              "sklearn.set_config(enable_metadata_routing=True) before the search")
+    assert "construct it with error_score='raise'" in message
+
+
+def test_a_search_that_forgot_routing_warns_the_fix_first_and_in_every_fold(data):
+    from sklearn_ltr import LambdaMARTRanker, MissingGroupsWarning
+
+    X, y, qid = data
+    search = GridSearchCV(LambdaMARTRanker(n_estimators=2, n_jobs=1), {"num_leaves": [3, 7]}, cv=GroupKFold(3),
+                          scoring=ndcg_scorer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's default: scikit-learn still shows each fold's warnings
+        search.fit(X, y, groups=qid)
+    assert np.isnan(search.best_score_)
+    first = caught[0]
+    assert first.category is MissingGroupsWarning
+    assert "sklearn.set_config(enable_metadata_routing=True)" in str(first.message)
+    assert "each fold scores nan; error_score='raise' stops a search at the first" in str(first.message)
+    failures = [str(w.message) for w in caught if str(w.message).startswith("Scoring failed")]
+    assert len(failures) == 6  # 2 candidates x 3 folds, each ending with the scorer's explanation
+    assert all("Metadata routing is off" in failure and "error_score='raise'" in failure for failure in failures)
+
+
+def test_with_routing_on_but_no_groups_the_error_says_routing_is_on(data):
+    X, y, _ = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        with pytest.raises(ValueError) as error:
+            cross_val_score(LinearRegression(), X, y, cv=3, scoring=ndcg_scorer, error_score="raise")
+    message = str(error.value)
+    assert "Metadata routing is on, but no groups reached the scorer: pass groups to the search's" in message
+    assert "Metadata routing is off" not in message
+    with pytest.raises(ValueError, match="Metadata routing is off"):  # and the context is read at each call
+        ndcg_scorer(LinearRegression().fit(X, y), X, y)

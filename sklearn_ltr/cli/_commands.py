@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from sklearn_ltr.cli import _progress
+from sklearn_ltr.cli import _data_files, _progress
 from sklearn_ltr.cli._clicks import click_log
 from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
@@ -63,6 +63,9 @@ def train(args):
     if valid is not None:  # a sparse file may lack the other's last features: pad both to the wider one
         n_features = max(data.X.shape[1], valid.X.shape[1])
         data, valid = align_features(data, n_features), align_features(valid, n_features)
+    for option, rows in (("--train", data), ("--valid", valid)):
+        if rows is not None:
+            _data_files.check_features(rows, spec.cls(), option=option, model_name=spec.name)
     print(f"train {data.describe()}", flush=True)
     if valid is not None:
         print(f"valid {valid.describe()}", flush=True)
@@ -110,6 +113,7 @@ def model_scores(model, data, model_path):
 def _read_for_model(path, fmt, model, model_path, *, require_groups):
     reads_ids = reads_query_column(model.estimator)
     data = read_ranking(path, fmt, require_groups=require_groups or model.list_context or reads_ids)
+    _data_files.check_features(data, model.estimator, option="--data", model_name=f"model {model_path!r}")
     return align_features(data, file_features(model.estimator, model.n_features), model_name=f"model {model_path!r}")
 
 

@@ -9,6 +9,10 @@ are read as well. The library's errors name the file and, for a malformed line, 
 reason; this module turns them into :class:`~sklearn_ltr.cli._errors.CLIError` and adds what only
 the command line knows (which ``--format`` to use).
 
+:func:`check_features` names the file and the line of the first row whose features the model
+cannot take (NaN for a neural model, infinity for any), before the model would report only a row
+number of its input.
+
 Positions and scores files hold one number per line (``#`` comments and blank lines skipped).
 """
 
@@ -27,6 +31,7 @@ __all__ = [
     "FORMATS",
     "RankingFile",
     "align_features",
+    "check_features",
     "check_input",
     "data_file_inputs",
     "detect_format",
@@ -177,6 +182,60 @@ def align_features(data, n_features, *, model_name="the model"):
     if have < n_features:
         data.X = np.hstack([data.X, np.zeros((data.X.shape[0], n_features - have), dtype=data.X.dtype)])
     return data
+
+
+def _line_of_row(path, row):
+    """The line number of data row ``row`` (0-based) of ``path``: readers keep the rows in file order."""
+    for index, (number, _) in enumerate(data_lines(path)):
+        if index == row:
+            return number
+    return None
+
+
+def check_features(data, estimator, *, option, model_name):
+    """Raise :class:`CLIError` naming the file and line of the first row whose features ``estimator`` cannot take.
+
+    NaN is refused unless the model treats it as a missing value (LambdaMART); infinity always.
+
+    Parameters
+    ----------
+    data : RankingFile
+        The rows of the file, in file order.
+    estimator : estimator or Pipeline
+        The model (or its unfitted ranker) that will train on or score ``data``; a Pipeline's last
+        step decides, since its preprocessing passes NaN on.
+    option : str
+        The option that named the file (``--train``, ``--data``), for the message.
+    model_name : str
+        The model, for the message.
+    """
+    from sklearn.utils import get_tags
+
+    X = data.X
+    low, high = (X.min(), X.max()) if X.size else (0.0, 0.0)
+    if np.isfinite(low) and np.isfinite(high):  # NaN propagates: clean files stop here, with no copy
+        return
+    final = estimator[-1] if hasattr(estimator, "steps") else estimator
+    nan = np.isnan(X)
+    if nan.any() and not get_tags(final).input_tags.allow_nan:
+        where, count = _first_bad_row(data, nan, option)
+        raise CLIError(f"{where}, and {model_name} cannot take missing values ({count} NaN). Fill them in the "
+                       f"file, or train with --model lambdamart, which treats NaN as a missing value.")
+    infinite = np.isinf(X)
+    if infinite.any():
+        where, count = _first_bad_row(data, infinite, option)
+        raise CLIError(f"{where}, and {model_name} needs finite features ({count} infinity). Replace them with "
+                       f"finite values.")
+
+
+def _first_bad_row(data, bad, option):
+    """``(where, count)``: file, line, feature and value of the first row of ``data`` where ``bad``; how many."""
+    rows = np.flatnonzero(bad.any(axis=1))
+    row = int(rows[0])
+    column = int(np.flatnonzero(bad[row])[0])
+    where = (f"{option} {data.path!r}, line {_line_of_row(data.path, row)}: feature {column + 1} is "
+             f"{data.X[row, column]}")
+    return where, f"{len(rows):,} row{'s' if len(rows) > 1 else ''} of the file hold{'' if len(rows) > 1 else 's'}"
 
 
 def _short(text, limit=30):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from numbers import Integral
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,8 +13,10 @@ from sklearn.utils.validation import check_array
 
 from sklearn_ltr._blocks import check_finite_scores, padded_batches
 from sklearn_ltr._groups import QueryGroups, check_groups
+from sklearn_ltr._validation import NumberInterval, check_features
 from sklearn_ltr.export._onnx import METADATA_PREFIX, OUTPUT
 from sklearn_ltr.utils._optional import import_optional
+from sklearn_ltr.utils._sklearn_compat import check_parameters
 
 __all__ = ["OnnxScorer"]
 
@@ -73,6 +77,15 @@ class OnnxScorer:
     input_names_ : list of str
         The model's inputs: ``["X", "mask"]``, plus ``"initial_rank"`` for SetRank-init.
 
+    Raises
+    ------
+    InvalidParameterError
+        When ``max_batch_documents`` or ``max_batch_queries`` is not an int >= 1 (checked
+        before the model is read). :meth:`predict` raises ``ValueError`` for features the
+        model cannot take, naming ``X``, how many values and the first: NaN (unless the
+        ranker took missing values), infinity, and float64 values beyond float32's range
+        (the model's input is float32, where they would be infinite).
+
     See Also
     --------
     sklearn_ltr.export.to_onnx : Export a ranker.
@@ -106,7 +119,15 @@ class OnnxScorer:
     np.float32(0.0)
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "max_batch_documents": [NumberInterval(Integral, 1, None, closed="left")],
+        "max_batch_queries": [NumberInterval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, model, *, n_threads=None, providers=None, max_batch_documents=65536, max_batch_queries=8):
+        # A batch of no documents would never end: refuse such sizes before reading the model.
+        check_parameters("OnnxScorer", self._parameter_constraints,
+                         {"max_batch_documents": max_batch_documents, "max_batch_queries": max_batch_queries})
         ort = import_optional("onnxruntime", "OnnxScorer")
         options = ort.SessionOptions()
         if n_threads is not None:
@@ -171,8 +192,10 @@ class OnnxScorer:
                     f"X's columns {[str(c) for c in columns]} are not the features the model was fitted on "
                     f"{list(self.feature_names_in_)} (same names, same order)."
                 )
-        X = check_array(X, accept_sparse="csr", dtype=(np.float32, np.float64),
-                        ensure_all_finite="allow-nan" if self._allow_nan else True)
+        X = check_array(X, accept_sparse="csr", dtype=(np.float32, np.float64), ensure_all_finite=False)
+        # The model's input is float32: a float64 feature beyond its range is refused here, before
+        # the cast would make it infinite (with NumPy's overflow warning).
+        check_features(X, owner="OnnxScorer", allow_nan=self._allow_nan, float32=True)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but the model takes {self.n_features_in_} (the features the ranker "

@@ -13,7 +13,7 @@ from typing import ClassVar
 from sklearn.utils.metadata_routing import MetadataRequest
 
 from sklearn_ltr.metrics._registry import METRICS, get_metric
-from sklearn_ltr.utils._sklearn_compat import Satisfies, check_parameters
+from sklearn_ltr.utils._sklearn_compat import Satisfies, _routing_enabled, check_parameters
 
 __all__ = ["NDCGScorer", "RankingScorer", "make_ranking_scorer", "ndcg_scorer"]
 
@@ -26,14 +26,30 @@ def _union_of_options(metrics):
     return union
 
 
-_NO_GROUPS = (
-    "{name} needs the query id of every test row, but got groups=None. Inside GridSearchCV, "
-    "cross_validate or cross_val_score, call sklearn.set_config(enable_metadata_routing=True) "
-    "and pass groups to fit (search.fit(X, y, groups=qid)) or params={{'groups': qid}}; "
-    "called directly, use scorer(estimator, X, y, groups=qid). For tools that cannot route query ids "
+_NO_GROUPS = "{name} needs the query id of every test row, but got groups=None. "
+
+#: Why no ids came, by whether metadata routing is on: forgetting it is the usual cause inside a search.
+_NO_ROUTING = (
+    "Metadata routing is off, so GridSearchCV, cross_validate and cross_val_score pass groups to the splitter "
+    "only, and every fold scores nan: call sklearn.set_config(enable_metadata_routing=True) before the search "
+    "and pass groups to its fit (search.fit(X, y, groups=qid)) or params={'groups': qid}. To make a search stop "
+    "at the first fold with this error instead of warning for every fold, construct it with error_score='raise'. "
+)
+_ROUTING_ON = (
+    "Metadata routing is on, but no groups reached the scorer: pass groups to the search's or cross-validation's "
+    "fit (search.fit(X, y, groups=qid)) or params={'groups': qid}. "
+)
+_OTHER_WAYS = (
+    "Called directly, use scorer(estimator, X, y, groups=qid). For tools that cannot route query ids "
     "(permutation_importance, cross_val_predict, OptunaSearchCV), keep the ids in a column of X and construct "
     "the ranker with query_column=<that column>."
 )
+
+
+def _no_groups_message(name):
+    """The error of a scorer given no query ids: the cause first (routing off or on), then every fix."""
+    context = _ROUTING_ON if _routing_enabled() else _NO_ROUTING
+    return _NO_GROUPS.format(name=name) + context + _OTHER_WAYS
 
 
 def _predict_accepts_groups(estimator):
@@ -141,7 +157,9 @@ class RankingScorer:
         groups : array-like of shape (n_samples,), default=None
             Query id of each row. Required unless the estimator (or a Pipeline's
             last step) reads them from ``X`` through its ``query_column``; else
-            ``None`` raises a ``ValueError`` that says how to enable metadata routing.
+            ``None`` raises a ``ValueError`` that says how to enable metadata routing
+            (and, inside a search with routing off, that ``error_score='raise'`` stops
+            the search at the first fold instead of scoring every fold ``nan``).
         sample_weight : None
             Not supported: must be ``None``.
 
@@ -156,7 +174,7 @@ class RankingScorer:
 
             groups = query_ids_from_X(estimator, X)
         if groups is None:
-            raise ValueError(_NO_GROUPS.format(name=repr(self)))
+            raise ValueError(_no_groups_message(repr(self)))
         if sample_weight is not None:
             raise ValueError(
                 f"{self!r} does not support sample_weight: ranking metrics average over queries."

@@ -65,7 +65,7 @@ def _eval_entry(ranker, i, X_val, y_val, groups_val, valid_groups):
         raise ValueError(
             f"{name} has groups_val=None; validation rows need their own query ids: (X_val, y_val, groups_val)."
         )
-    X_val = ranker._validate_X(X_val)
+    X_val = ranker._validate_X(X_val, name=f"{name} X_val")
     y_val = check_relevance(y_val, name=f"{name} y_val", integer=True)
     if y_val.shape[0] != X_val.shape[0]:
         raise ValueError(f"{name}: y_val has {y_val.shape[0]} labels but X_val has {X_val.shape[0]} rows.")

@@ -71,6 +71,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
     #: The net that trains the module, and its data-parallel twin (None: DataParallelRankingNet).
     _net_class = RankingNet
     _data_parallel_net_class = None
+    #: The networks compute in float32: float64 features beyond its range are refused in validation.
+    _float32_features = True
 
     def _module_spec(self, n_features):
         """Return ``(module_class, kwargs)`` of the torch module for ``n_features`` inputs."""

@@ -14,7 +14,8 @@ An inference net pickles, and saves with skops, as a plain state (:func:`inferen
 the module class and its constructor arguments, its ``state_dict`` as NumPy arrays, the
 settings, and the history as a list of dicts. Loading rebuilds the module from that state
 (:func:`restore_inference_net`), on CPU when the model was trained on CUDA and this
-machine has none. Nothing in the state is a pickle: ``skops.io.load`` needs to trust only
+machine has none, and in the dtypes it was saved in (a module trained in bfloat16 comes back in
+bfloat16, with exactly its weights). Nothing in the state is a pickle: ``skops.io.load`` needs to trust only
 the ranker, net and module classes (:data:`sklearn_ltr.utils.persistence.TRUSTED_TYPES`).
 """
 
@@ -103,7 +104,9 @@ def _rebuild_module(state):
         if name in state.get("dtypes", {}):
             tensor = tensor.to(_NON_NUMPY[state["dtypes"][name]])
         weights[name] = tensor
-    module.load_state_dict(weights, strict=True)
+    # assign=True keeps each saved tensor's dtype: copying into the fresh module would cast a module
+    # trained in bfloat16 (or float64) to the constructor's float32.
+    module.load_state_dict(weights, strict=True, assign=True)
     return module.eval()
 
 
