@@ -133,7 +133,7 @@ def padded_batches(sizes, documents, max_queries=None, max_padding=None):
 def _byte_rows(values):
     """Each row of ``values`` as bytes, ``[n, row_bytes]`` uint8 (a view when ``values`` is C-contiguous)."""
     values = np.ascontiguousarray(values)
-    return values.reshape(values.shape[0], -1).view(np.uint8)
+    return values.reshape(values.shape[0], int(np.prod(values.shape[1:]))).view(np.uint8)
 
 
 def _word(source, k, index):
@@ -176,16 +176,15 @@ def canonical_order(rows, sizes, *tie_breakers):
     Examples
     --------
     >>> import numpy as np
-    >>> rows = np.array([[2.0], [1.0], [1.0], [5.0], [3.0]], dtype=np.float32)
-    >>> canonical_order(rows, [3, 2]).tolist()  # the two 1.0 keep their order
-    [1, 2, 0, 4, 3]
+    >>> rows = np.array([[1.0], [2.0], [1.0], [5.0], [3.0]], dtype=np.float32)
+    >>> canonical_order(rows, [3, 2]).tolist()  # bytes 00 00 00 40 (2.0) before 00 00 80 3f (1.0)
+    [1, 0, 2, 4, 3]
     """
     sizes = np.asarray(sizes, dtype=np.int64)
-    n = int(sizes.sum())
+    if int(sizes.sum()) == 0:
+        return np.zeros(0, dtype=np.intp)
     sources = [_byte_rows(values) for values in (rows, *tie_breakers)]
     words = [(source, k) for source in sources for k in range(-(-source.shape[1] // 8))]
-    if n == 0:
-        return np.zeros(0, dtype=np.intp)
     # The first key: the list's number in the high bits, the first word's leading bits below.
     bits = int(len(sizes) - 1).bit_length()
     first = _word(*words[0], slice(None))
