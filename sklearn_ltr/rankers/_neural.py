@@ -317,17 +317,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             return super()._validate_X(X)
         return validate_data(self, X, reset=False, **{**self._check_X_kwargs(), "ensure_all_finite": False})
 
-    def _predict(self, X, groups, **extras):
-        """Predict with optional extra per-row inputs of the module (e.g. an initial rank).
-
-        Rows are scored in blocks of whole queries of about :data:`_PREDICT_DOCUMENTS`
-        documents: only one block at a time is copied into float32 tensors, so memory stays
-        bounded whatever the number of rows. Inside a block, batches hold as many padded
-        documents as the memory budget allows, whatever the training ``batch_size``. The
-        host prepares the next block while the device scores this one
-        (:mod:`sklearn_ltr.training._predict`).
-        """
-        X, groups = self._validate_predict_data(X, groups, return_groups=True)
+    def _scoring_plan(self, X, groups):
+        """``(blocks, documents)`` of :func:`~sklearn_ltr.training._predict.predict_scores` for validated rows."""
         n_samples = X.shape[0]
         quadratic, linear = self._memory_terms(X.shape[1], training=False)
 
@@ -344,11 +335,25 @@ class NeuralRanker(NeuralParameters, BaseRanker):
                                    np.array([min(_PREDICT_DOCUMENTS, n_samples - start)]), canonical=False)
                       for start in range(0, n_samples, _PREDICT_DOCUMENTS))
         else:
-            query_groups = resolve_groups(groups, n_samples, method="predict")
+            query_groups = resolve_groups(groups, n_samples, method="predict", stacklevel=3)
             offsets, order = query_groups.offsets, query_groups.order
             # Each query's rows in their canonical order: predict is exactly invariant to the input row order.
             blocks = (ScoringBlock(order[offsets[lo]:offsets[hi]], query_groups.sizes[lo:hi], canonical=True)
                       for lo, hi in itertools.pairwise(query_block_bounds(query_groups, _PREDICT_DOCUMENTS)))
+        return blocks, documents
+
+    def _predict(self, X, groups, **extras):
+        """Predict with optional extra per-row inputs of the module (e.g. an initial rank).
+
+        Rows are scored in blocks of whole queries of about :data:`_PREDICT_DOCUMENTS`
+        documents: only one block at a time is copied into float32 tensors, so memory stays
+        bounded whatever the number of rows. Inside a block, batches hold as many padded
+        documents as the memory budget allows, whatever the training ``batch_size``. The
+        host prepares the next block while the device scores this one
+        (:mod:`sklearn_ltr.training._predict`).
+        """
+        X, groups = self._validate_predict_data(X, groups, return_groups=True)
+        blocks, documents = self._scoring_plan(X, groups)
         scores, finite = predict_scores(self.net_, X, blocks, documents=documents, extras=extras,
                                         check_features=self._checks_features_on_device())
         if not finite:  # validation's own message; a float64 value beyond float32 passes, for the check below
