@@ -147,7 +147,10 @@ class StagedBlock:
         return int(self.block.sizes.sum())
 
     def padded_batches(self):
-        """Yield ``(inputs, slots)``: a batch's padded inputs and the row each slot scores (``n_rows``: padding)."""
+        """Yield ``(inputs, slots)``: a batch's padded inputs and the rows its slots score (``n_rows``: padding).
+
+        ``slots`` indexes the block's rows: a slice for one list as it lies, else one index per slot.
+        """
         n, m = self.n_rows, len(self.block.sizes)
         features = self.tensors["X"]
         extras = {name: values for name, values in self.tensors.items() if name not in ("X", "integers")}
@@ -161,7 +164,7 @@ class StagedBlock:
                 inputs = {name: values[start:start + size].view(1, size, *values.shape[1:])
                           for name, values in (("X", features), *extras.items())}
                 inputs["mask"] = torch.ones(1, size, dtype=torch.bool, device=device)
-                yield inputs, torch.arange(start, start + size, device=device)
+                yield inputs, slice(start, start + size)
                 continue
             lists = lists_in_order[lo:hi]
             slots = torch.arange(length, device=device)
