@@ -10,6 +10,20 @@ single block, as predict did before it scored blocks of whole queries.
 
 Run: ``python benchmarks/bench_predict_scale.py [--quick] [--threads 2]`` (writes
 ``benchmarks/results/predict_scale.md``). ``--quick`` uses 1,000 queries instead of 18,919.
+
+``--speed`` measures instead how close predict comes to its limits (issue 32), per model and size
+(``--queries``, MSLR-shaped: 600 queries are about 74,000 documents, 8,200 about 1,000,000):
+
+- **predict**: warm ``ranker.predict(X, groups)``, validation, grouping, canonical order, copies and
+  un-sorting included;
+- **module**: the module's forward pass over the very batches predict scores, already on the device;
+- **host-fed**: the limit from host memory: each block's float32 rows (in predict's order, ordinary
+  pageable memory) copied to the device, padded there by one gather and scored by the module, one
+  block after the other, synchronised at the end;
+
+and predict / module, predict / host-fed. Best of ``--repeats`` runs each.
+Run: ``python benchmarks/bench_predict_scale.py --speed --device cuda`` (three models at about 74,000 and
+1,000,000 documents, about a minute on a GPU); writes ``benchmarks/results/predict_speed_<device>.md``.
 """
 
 from __future__ import annotations
@@ -25,12 +39,13 @@ from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results" / "predict_scale.md"
 TRAIN_QUERIES = 300
+SPEED_MODELS = ("RankNetRanker", "DASALCRanker", "SetRankRanker")
 
 
-def _rankers():
+def _rankers(device="cpu"):
     from sklearn_ltr import DASALCRanker, LambdaMARTRanker, RankNetRanker, SetRankRanker, TwoTowerDebiasedRanker
 
-    neural = {"max_epochs": 1, "device": "cpu", "random_state": 0}
+    neural = {"max_epochs": 1, "device": device, "random_state": 0}
     return {
         "LambdaMARTRanker": lambda: LambdaMARTRanker(n_estimators=100, random_state=0),
         "RankNetRanker": lambda: RankNetRanker(hidden_sizes=(144, 144), **neural),
@@ -101,13 +116,119 @@ def run_one(name, n_queries, one_block):
     }
 
 
+def _sync(device):
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _best(function, device, repeats):
+    """Fastest of ``repeats`` timed runs of ``function`` (after one untimed run), synchronised."""
+    function()
+    best = float("inf")
+    for _ in range(repeats):
+        _sync(device)
+        start = time.perf_counter()
+        function()
+        _sync(device)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def speed_row(ranker, X, qid, repeats):
+    """predict, module and host-fed documents per second of a fitted ranker on ``X``."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+
+    from sklearn_ltr.training import _predict
+
+    device = torch.device(ranker.net_.device)
+    module = ranker.net_.module_.eval()
+    # The blocks predict scores, staged in host memory as predict stages them.
+    blocks, documents = ranker._scoring_plan(X, qid)
+    host = list(_predict.prefetched_blocks(blocks, X, {}, documents, _predict._Transfer("cpu")))
+    resident = [dataclasses.replace(block, tensors={k: v.to(device) for k, v in block.tensors.items()})
+                for block in host]
+    batches = [inputs for block in resident for inputs, _ in block.padded_batches()]
+    features = [np.ascontiguousarray(block.tensors["X"].numpy()) for block in host]  # pageable host rows
+
+    def run_module():
+        for inputs in batches:
+            module(inputs["X"], inputs["mask"])
+
+    def run_host_fed():
+        for block, rows in zip(resident, features, strict=True):
+            copied = dataclasses.replace(block, tensors={**block.tensors, "X": torch.from_numpy(rows).to(device)})
+            for inputs, _ in copied.padded_batches():
+                module(inputs["X"], inputs["mask"])
+
+    with torch.no_grad():
+        timings = {"module": _best(run_module, device, repeats), "host-fed": _best(run_host_fed, device, repeats)}
+    timings["predict"] = _best(lambda: ranker.predict(X, qid), device, repeats)
+    return {name: len(X) / seconds for name, seconds in timings.items()}
+
+
+def speed(args):
+    """Print and write predict against the module and the host-fed module, per model and size."""
+    import numpy as np
+    import torch
+
+    from sklearn_ltr.datasets import make_ranking
+
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)
+    sizes = [int(q) for q in args.queries.split(",")]
+    load_start = os.getloadavg()[0]
+    data = {}
+    for q in sizes:
+        X, _, qid = make_ranking(n_queries=q, preset="mslr", random_state=1)
+        data[q] = X, qid
+    X_train, y_train, qid_train = make_ranking(n_queries=TRAIN_QUERIES, preset="mslr", random_state=0)
+    header = ("| model | documents | predict docs/s | module docs/s | host-fed docs/s | predict / module "
+              "| predict / host-fed | load |")
+    lines = [header, "|" + " --- |" * 2 + " ---: |" * 6]
+    print(header, flush=True)
+    for name in (args.rankers or SPEED_MODELS):
+        ranker = _rankers(args.device)[name]().fit(X_train, y_train, groups=qid_train)
+        for q in sizes:
+            X, qid = data[q]
+            row = speed_row(ranker, X, qid, args.repeats)
+            line = (f"| {name.removesuffix('Ranker')} | {len(X):,} | {row['predict']:,.0f} | {row['module']:,.0f} | "
+                    f"{row['host-fed']:,.0f} | {row['predict'] / row['module']:.2f} | "
+                    f"{row['predict'] / row['host-fed']:.2f} | {os.getloadavg()[0]:.2f} |")
+            print(line, flush=True)
+            lines.append(line)
+    device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or "CPU"
+    text = (f"# Predict against its limits on {args.device}\n\n{device_name} ({platform.machine()}), torch "
+            f"{torch.__version__}, numpy {np.__version__}, {torch.get_num_threads()} threads; "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {load_start:.2f} at the start "
+            f"(last column: at the end of each row). Models trained one epoch on {TRAIN_QUERIES} MSLR-shaped "
+            f"queries (RankNet 144-144, DASALC and SetRank default), then scoring make_ranking(preset=\"mslr\") "
+            f"sets; best of {args.repeats} warm runs.\n\n`python benchmarks/bench_predict_scale.py --speed "
+            f"--device {args.device} --queries {args.queries} --repeats {args.repeats}`\n\n" + "\n".join(lines) + "\n")
+    out = Path(args.out or RESULTS.parent / f"predict_speed_{torch.device(args.device).type}.md")
+    out.write_text(text)
+    print(f"wrote {out}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1,000 queries instead of 18,919")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rankers", nargs="*", default=None)
     parser.add_argument("--one", nargs=2, metavar=("RANKER", "ONE_BLOCK"), help=argparse.SUPPRESS)
+    parser.add_argument("--speed", action="store_true", help="predict against the module and the host-fed module")
+    parser.add_argument("--device", default="cpu", help="with --speed: where the models run")
+    parser.add_argument("--queries", default="600,8200", help="with --speed: MSLR-shaped queries per size")
+    parser.add_argument("--repeats", type=int, default=3, help="with --speed: timed runs, the best kept")
+    parser.add_argument("--out", default=None, help="with --speed: the results file")
     args = parser.parse_args()
+    if args.speed:
+        speed(args)
+        return
     n_queries = 1000 if args.quick else 18919
     if args.one:
         import torch

@@ -1,12 +1,16 @@
 """How rows are cut into batches for scoring: shared by the rankers' ``predict`` and :class:`OnnxScorer`.
 
-Two cuts, NumPy only (no torch):
+Two cuts and one order, NumPy only (no torch):
 
-- :func:`query_blocks`: consecutive blocks of whole queries of about ``documents`` rows,
-  so that only one block at a time is copied into float32 (memory stays bounded);
+- :func:`query_blocks` (:func:`query_block_bounds`): consecutive blocks of whole queries of
+  about ``documents`` rows, so that only one block at a time is copied into float32 (memory
+  stays bounded);
 - :func:`padded_batches`: inside a block, queries sorted by length and cut so that each
   batch pads to at most ``documents`` slots (a list that alone is longer is a batch of its
-  own), and optionally at most ``max_queries`` lists.
+  own), and optionally at most ``max_queries`` lists;
+- :func:`canonical_order`: the order in which a list-context model sees each list's rows,
+  a function of the rows' bytes alone, so that predict is exactly invariant to the input
+  row order.
 
 :func:`check_finite_scores` is the one error for a model that scored NaN or infinity.
 """
@@ -17,11 +21,14 @@ import itertools
 
 import numpy as np
 
-__all__ = ["check_finite_scores", "padded_batches", "query_blocks"]
+__all__ = ["canonical_order", "check_finite_scores", "padded_batches", "query_block_bounds", "query_blocks"]
+
+#: Passes that sort tied rows by one more 8-byte word before the rest of their bytes are compared at once.
+_WORD_PASSES = 4
 
 
-def query_blocks(query_groups, documents):
-    """Input-row indices of consecutive blocks of whole queries, each of about ``documents`` rows.
+def query_block_bounds(query_groups, documents):
+    """Query numbers where consecutive blocks of whole queries of about ``documents`` rows start and end.
 
     A query starts a new block when its first row would lie past a multiple of
     ``documents``: a block holds at most ``documents`` rows plus one query's.
@@ -35,15 +42,41 @@ def query_blocks(query_groups, documents):
 
     Returns
     -------
-    list of ndarray
-        Row indices of each block, query by query.
+    ndarray of int
+        ``bounds[b]:bounds[b + 1]`` are the queries of block ``b``.
+
+    Examples
+    --------
+    >>> from sklearn_ltr._groups import QueryGroups
+    >>> query_block_bounds(QueryGroups([0, 0, 0, 1, 2, 2, 3]), documents=3).tolist()
+    [0, 1, 3, 4]
     """
     starts = query_groups.offsets[:-1]
     block_of_query = starts // documents
     edges = np.flatnonzero(np.diff(block_of_query)) + 1
-    bounds = np.concatenate(([0], query_groups.offsets[edges], [query_groups.n_samples]))
-    order = query_groups.order
-    return [order[lo:hi] for lo, hi in itertools.pairwise(bounds) if hi > lo]
+    return np.concatenate(([0], edges, [query_groups.n_queries]))
+
+
+def query_blocks(query_groups, documents):
+    """Input-row indices of consecutive blocks of whole queries, each of about ``documents`` rows.
+
+    The blocks of :func:`query_block_bounds`, as rows.
+
+    Parameters
+    ----------
+    query_groups : QueryGroups
+        The rows' queries.
+    documents : int
+        Rows per block.
+
+    Returns
+    -------
+    list of ndarray
+        Row indices of each block, query by query.
+    """
+    offsets, order = query_groups.offsets, query_groups.order
+    bounds = query_block_bounds(query_groups, documents)
+    return [order[offsets[lo]:offsets[hi]] for lo, hi in itertools.pairwise(bounds)]
 
 
 def padded_batches(sizes, documents, max_queries=None, max_padding=None):
@@ -95,6 +128,115 @@ def padded_batches(sizes, documents, max_queries=None, max_padding=None):
         real += size
     bounds.append(len(order))
     return [order[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+
+
+def _byte_rows(values):
+    """Each row of ``values`` as bytes, ``[n, row_bytes]`` uint8 (a view when ``values`` is C-contiguous)."""
+    values = np.ascontiguousarray(values)
+    return values.reshape(values.shape[0], int(np.prod(values.shape[1:]))).view(np.uint8)
+
+
+def _word(source, k, index):
+    """Bytes ``8k:8k + 8`` of the rows ``index`` of ``source`` as big-endian uint64: their ``memcmp`` order.
+
+    A row shorter than ``8k + 8`` bytes is padded with zero bytes, the same for every row,
+    so the padding never decides an order.
+    """
+    chunk = source[index, 8 * k:8 * k + 8]
+    if chunk.shape[1] < 8:
+        chunk = np.concatenate([chunk, np.zeros((chunk.shape[0], 8 - chunk.shape[1]), np.uint8)], axis=1)
+    return np.ascontiguousarray(chunk).view(">u8").ravel().astype(np.uint64)
+
+
+def canonical_order(rows, sizes, *tie_breakers):
+    """Order of each list's rows by their bytes (``memcmp``), identical rows in their given order.
+
+    A list-context model is permutation equivariant, but in float32 the order in which
+    attention sums over a list's documents changes the last bits of a score (~1e-7). Scoring
+    each list in an order that depends only on its rows' contents makes predict exactly
+    invariant to the input row order. Any fixed order would do; this one is cheap: one sort
+    of a 64-bit key per row (the list's number in the high bits, the row's first bytes
+    below), and only rows that tie on it compare further bytes.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, ...)
+        The rows, list after list (``sizes[0]`` rows of the first list, then the next...).
+    sizes : array-like of int
+        Rows of each list.
+    *tie_breakers : ndarray of shape (n_rows, ...)
+        Further per-row values (e.g. initial ranks), compared after the bytes of ``rows``.
+
+    Returns
+    -------
+    order : ndarray of int
+        ``rows[order]`` holds each list's rows sorted by their bytes, lists in place: the
+        positions ``offsets[i]:offsets[i + 1]`` of list ``i`` are a permutation of that range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows = np.array([[1.0], [2.0], [1.0], [5.0], [3.0]], dtype=np.float32)
+    >>> canonical_order(rows, [3, 2]).tolist()  # bytes 00 00 00 40 (2.0) before 00 00 80 3f (1.0)
+    [1, 0, 2, 4, 3]
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if int(sizes.sum()) == 0:
+        return np.zeros(0, dtype=np.intp)
+    sources = [_byte_rows(values) for values in (rows, *tie_breakers)]
+    words = [(source, k) for source in sources for k in range(-(-source.shape[1] // 8))]
+    # The first key: the list's number in the high bits, the first word's leading bits below.
+    bits = int(len(sizes) - 1).bit_length()
+    first = _word(*words[0], slice(None))
+    if bits:
+        lists = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
+        first = (lists << np.uint64(64 - bits)) | (first >> np.uint64(bits))
+    order = np.argsort(first, kind="quicksort")  # ties are resolved below, so no stable sort
+    first = first[order]
+    tied = first[1:] == first[:-1]  # tied[i]: the rows at positions i and i + 1 compare equal so far
+    # Refine runs of tied rows by one more word (the first word again if its low bits were cut off).
+    next_words = words[(0 if bits else 1):]
+    for source, k in next_words[:_WORD_PASSES]:
+        if not tied.any():
+            return order
+        positions, run = _tied_runs(tied)
+        word = _word(source, k, order[positions])
+        # By word, then by run: rows tied on both stay tied and are ordered later, so neither sort
+        # need be stable, and run numbers that fit 16 bits sort by radix.
+        by = np.argsort(word, kind="quicksort")
+        by = by[np.argsort(_compact(run[by]), kind="stable")]
+        order[positions] = order[positions][by]
+        word = word[by]
+        link = tied[positions[:-1]]
+        still = link & (word[1:] == word[:-1])
+        if np.array_equal(still, link):  # no progress (identical rows?): compare whole rows below
+            break
+        tied[positions[:-1]] = still
+    if tied.any():
+        # Rows still tied: by run, then all their bytes at once (memcmp), then their given order.
+        positions, run = _tied_runs(tied)
+        index = order[positions]
+        by = np.argsort(index)
+        run_bytes = run[by].astype(">u8").view(np.uint8).reshape(-1, 8)  # memcmp puts the run first
+        whole = np.concatenate([run_bytes, *(source[index[by]] for source in sources)], axis=1)
+        order[positions] = index[by[np.argsort(whole.view(np.dtype((np.void, whole.shape[1]))).ravel(),
+                                               kind="stable")]]
+    return order
+
+
+def _compact(run):
+    """Run numbers as uint16 when they fit (NumPy sorts them stably by radix), else as they are."""
+    return run.astype(np.uint16) if len(run) and run[-1] < 1 << 16 else run
+
+
+def _tied_runs(tied):
+    """Positions of the rows in runs of tied rows, and each one's run number (runs in position order)."""
+    in_run = np.zeros(len(tied) + 1, dtype=bool)
+    in_run[:-1] |= tied
+    in_run[1:] |= tied
+    positions = np.flatnonzero(in_run)
+    run = np.concatenate(([0], np.cumsum(~tied[positions[:-1]])))
+    return positions, run
 
 
 def check_finite_scores(scores, owner):

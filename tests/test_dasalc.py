@@ -268,13 +268,15 @@ def test_predict_shrinks_batches_when_memory_is_short(data, fitted, monkeypatch)
     quadratic, linear = fitted._memory_terms(X.shape[1], training=False)
     one_list = _memory.batch_bytes(1, longest, quadratic=quadratic, linear=linear)
     seen = []
-    original = fitted.net_.score_rows
+    from sklearn_ltr.rankers import _neural
 
-    def spy(dataset, documents=None):
-        seen.append(documents)
-        return original(dataset, documents=documents)
+    original = _neural.prediction_documents
 
-    monkeypatch.setattr(fitted.net_, "score_rows", spy)
+    def spy(**kwargs):
+        seen.append(original(**kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(_neural, "prediction_documents", spy)
     monkeypatch.setattr(_memory, "available_memory", lambda device: int(2.5 * one_list / _memory.MEMORY_FRACTION))
     np.testing.assert_allclose(fitted.predict(X, qid), expected, rtol=1e-5, atol=1e-6)
     assert len(seen) == 1 and 2 * longest <= seen[0] < 3 * longest  # two of the longest lists fit at once

@@ -11,20 +11,23 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
 import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils import assert_all_finite
+from sklearn.utils.validation import validate_data
 from skorch.callbacks import EarlyStopping, ProgressBar
 
-from sklearn_ltr._blocks import check_finite_scores, query_blocks
-from sklearn_ltr._groups import QueryGroups, check_query_weights
+from sklearn_ltr._blocks import check_finite_scores, query_block_bounds
+from sklearn_ltr._groups import check_query_weights
 from sklearn_ltr.base import BaseRanker, resolve_groups
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss, pairwise_tensors
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
 from sklearn_ltr.training import ValidationNDCG, _memory
-from sklearn_ltr.training._device import resolve_device
+from sklearn_ltr.training._device import is_cuda, resolve_device
 from sklearn_ltr.training._distributed import net_class_for
 from sklearn_ltr.training._memory import (
     check_training_memory,
@@ -33,24 +36,14 @@ from sklearn_ltr.training._memory import (
     prediction_documents,
 )
 from sklearn_ltr.training._net import QuerySplit, RankingLoss, RankingNet, build_dataset
+from sklearn_ltr.training._predict import ScoringBlock, predict_scores
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, validate_estimator_params
 
-__all__ = ["OPTIMIZERS", "NeuralRanker", "canonical_row_order"]
+__all__ = ["OPTIMIZERS", "NeuralRanker"]
 
 #: Rows per prediction block (whole queries; a longer query is a block of its own): the
 #: float32 copy of a block is what predict adds to memory (about 36 MB for 136 features).
 _PREDICT_DOCUMENTS = 1 << 16
-
-
-def canonical_row_order(X):
-    """Permutation sorting the rows of ``X`` by their bytes: the same rows give the same order.
-
-    Any fixed order works; comparing raw bytes is cheap (``memcmp``) and needs no choice
-    of key. Identical rows keep their relative input order.
-    """
-    X = np.ascontiguousarray(X)
-    rows = X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
-    return np.argsort(rows, kind="stable")
 
 
 class NeuralRanker(NeuralParameters, BaseRanker):
@@ -311,15 +304,45 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         """
         return self._predict(X, groups)
 
-    def _score_rows(self, query_groups, X, terms, **extras):
-        """Scores of ``X``'s rows; ``terms`` are the prediction's ``_memory_terms``, read once per predict."""
-        quadratic, linear = terms
-        documents = prediction_documents(
-            owner=type(self).__name__, sizes=query_groups.sizes, documents=self.net_.prediction_documents,
-            quadratic=quadratic, linear=linear, device=self.net_.device,
-        )
-        dataset = build_dataset(query_groups, X, **extras)
-        return check_finite_scores(self.net_.score_rows(dataset, documents=documents), type(self).__name__)
+    def _checks_features_on_device(self):
+        """Whether predict checks the features for NaN and infinity on the device instead of in validation.
+
+        On a GPU the check is nearly free on the device, block by block, where a pass over
+        ``X`` on the host would cost as much as copying it; on CPU the one vectorised pass of
+        validation is the cheapest place.
+        """
+        net = getattr(self, "net_", None)
+        return net is not None and is_cuda(net.device)
+
+    def _validate_X(self, X):
+        if not self._checks_features_on_device():
+            return super()._validate_X(X)
+        return validate_data(self, X, reset=False, **{**self._check_X_kwargs(), "ensure_all_finite": False})
+
+    def _scoring_plan(self, X, groups):
+        """``(blocks, documents)`` of :func:`~sklearn_ltr.training._predict.predict_scores` for validated rows."""
+        n_samples = X.shape[0]
+        quadratic, linear = self._memory_terms(X.shape[1], training=False)
+
+        def documents(sizes):
+            return prediction_documents(
+                owner=type(self).__name__, sizes=sizes, documents=self.net_.prediction_documents,
+                quadratic=quadratic, linear=linear, device=self.net_.device,
+            )
+
+        if not self._list_context:
+            # A pointwise scorer has no list context: any partition of the rows scores the same, and
+            # a block as one list is scored from views of its rows (no padding, gather or re-sorting).
+            blocks = (ScoringBlock(slice(start, min(start + _PREDICT_DOCUMENTS, n_samples)),
+                                   np.array([min(_PREDICT_DOCUMENTS, n_samples - start)]), canonical=False)
+                      for start in range(0, n_samples, _PREDICT_DOCUMENTS))
+        else:
+            query_groups = resolve_groups(groups, n_samples, method="predict", stacklevel=3)
+            offsets, order = query_groups.offsets, query_groups.order
+            # Each query's rows in their canonical order: predict is exactly invariant to the input row order.
+            blocks = (ScoringBlock(order[offsets[lo]:offsets[hi]], query_groups.sizes[lo:hi], canonical=True)
+                      for lo, hi in itertools.pairwise(query_block_bounds(query_groups, _PREDICT_DOCUMENTS)))
+        return blocks, documents
 
     def _predict(self, X, groups, **extras):
         """Predict with optional extra per-row inputs of the module (e.g. an initial rank).
@@ -327,31 +350,17 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         Rows are scored in blocks of whole queries of about :data:`_PREDICT_DOCUMENTS`
         documents: only one block at a time is copied into float32 tensors, so memory stays
         bounded whatever the number of rows. Inside a block, batches hold as many padded
-        documents as the memory budget allows, whatever the training ``batch_size``.
+        documents as the memory budget allows, whatever the training ``batch_size``. The
+        host prepares the next block while the device scores this one
+        (:mod:`sklearn_ltr.training._predict`).
         """
         X, groups = self._validate_predict_data(X, groups, return_groups=True)
-        extras = {name: np.asarray(values) for name, values in extras.items()}
-        scores = np.empty(X.shape[0], dtype=np.float64)
-        terms = self._memory_terms(X.shape[1], training=False)
-        if not self._list_context:
-            # A pointwise scorer has no list context: any partition of the rows scores the same, and
-            # a block as one list is scored from views of its rows (no padding, gather or re-sorting).
-            for start in range(0, X.shape[0], _PREDICT_DOCUMENTS):
-                rows = slice(start, start + _PREDICT_DOCUMENTS)
-                one_list = QueryGroups(np.zeros(X[rows].shape[0], dtype=np.int64))
-                block = {name: values[rows] for name, values in extras.items()}
-                scores[rows] = one_list.unsort(self._score_rows(one_list, X[rows], terms, **block))
-            return scores
-        query_groups = resolve_groups(groups, X.shape[0], method="predict")
-        for rows in query_blocks(query_groups, _PREDICT_DOCUMENTS):
-            # A list-context network is permutation equivariant, but in float32 the order in which
-            # attention sums over documents changes the last bits of a score (~1e-7). Scoring each
-            # query's rows in a canonical order makes predict exactly invariant to input row order.
-            rows = rows[canonical_row_order(X[rows])]
-            block = QueryGroups(query_groups.codes[rows])
-            block_extras = {name: values[rows] for name, values in extras.items()}
-            scores[rows] = block.unsort(self._score_rows(block, X[rows], terms, **block_extras))
-        return scores
+        blocks, documents = self._scoring_plan(X, groups)
+        scores, finite = predict_scores(self.net_, X, blocks, documents=documents, extras=extras,
+                                        check_features=self._checks_features_on_device())
+        if not finite:  # validation's own message; a float64 value beyond float32 passes, for the check below
+            assert_all_finite(X, estimator_name=type(self).__name__, input_name="X")
+        return check_finite_scores(scores, type(self).__name__)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
