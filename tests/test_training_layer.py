@@ -159,9 +159,9 @@ def test_a_module_without_a_declared_cost_is_an_error():
 
 def test_memory_terms_read_the_declarations():
     cost = ModuleCost(2, 3, 10)
-    assert _memory.memory_terms(cost, 7, 5, training=True) == (4 * 2 * 3 + 2 + 7, 2 * 5 + 6 * 10)
+    assert _memory.memory_terms(cost, 7, 5, training=True) == (4 * 2 * 3 + 2 + 7, 2 * 5 + 5 * 10)
     assert _memory.memory_terms(cost, 7, 5, training=False) == (2 * 3 + 1, 5 + 2 * 10)
-    assert _memory.memory_terms(ModuleCost(activation_width=4), 0, 5, training=True) == (0, 10 + 24)
+    assert _memory.memory_terms(ModuleCost(activation_width=4), 0, 5, training=True) == (0, 10 + 20)
 
 
 def test_ranker_memory_estimate_uses_the_loss_declaration(data):

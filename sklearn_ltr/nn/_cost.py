@@ -128,8 +128,9 @@ def attention_kernel(device_type, dtype, *, mask, dropout, head_size, training=T
 
     Parameters
     ----------
-    device_type : {"cpu", "cuda"}
-        Where the attention runs.
+    device_type : {"cpu", "cuda"} or torch.device
+        Where the attention runs (a device such as ``"cuda:1"`` is read for its type, and for
+        its capability when ``capability`` is None).
     dtype : torch.dtype
         Dtype of ``q``, ``k`` and ``v`` (``torch.bfloat16`` under bf16 autocast).
     mask : {"boolean", "float", None}
@@ -173,12 +174,13 @@ def attention_kernel(device_type, dtype, *, mask, dropout, head_size, training=T
     'flash'
     """
     enabled = enabled_sdp_backends() if enabled is None else enabled
-    if torch.device(device_type).type != "cuda":
+    device = torch.device(device_type)
+    if device.type != "cuda":
         flash = (enabled.get("flash", False) and dropout == 0
                  and dtype in (torch.float32, torch.float64, *_LOW_PRECISION) and head_size > 0)
         return "flash" if flash else "math"
     if capability is None:
-        capability = torch.cuda.get_device_capability()
+        capability = torch.cuda.get_device_capability(device if device.index is not None else None)
     order = ["flash", "efficient", "math", "cudnn"]
     if prefer_cudnn:
         order = ["cudnn", *order[:-1]]

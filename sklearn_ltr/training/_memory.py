@@ -24,7 +24,7 @@ SetRank's defaults), and on CUDA where the dtype or the head width rules the fus
 out (e.g. bf16 with heads that are no multiple of 8); CPU prediction and CUDA training in
 float32 run fused kernels. Coefficients, measured (``benchmarks/bench_training_memory.py``):
 on CPU, one list of 3,000 documents: RankNet's loss about 5.4 ``[L, L]`` tensors with its
-gradient, a math attention head about 4 per layer in training, activations about 6 values
+gradient, a math attention head about 4 per layer in training, activations about 5 values
 per unit of declared width; on an H200 (torch 2.11, fused attention): peaks linear in the
 documents, 2.0 to 2.5 values per unit of width, counted as 3. It is an estimate: a batch is
 refused when it needs more than :data:`MEMORY_FRACTION` of the memory available now.
@@ -48,9 +48,10 @@ MEMORY_FRACTION = 0.8
 _FLOAT_BYTES = 4
 
 #: Training activations per document per unit of declared width, by device type: CPU peaks
-#: (resident memory: the CPU dropout masks and the allocator's slack included) against CUDA
-#: peaks (``max_memory_allocated``, 2.0 to 2.5 measured on an H200, rounded up).
-_ACTIVATION_FACTOR = {"cpu": 6, "cuda": 3}
+#: (resident memory: the CPU dropout masks and the allocator's slack included; 5 keeps every
+#: measured CPU peak within 0.57 to 0.97 of the estimate) against CUDA peaks
+#: (``max_memory_allocated``, 2.0 to 2.5 measured on an H200, rounded up).
+_ACTIVATION_FACTOR = {"cpu": 5, "cuda": 3}
 
 #: ``batch_size="auto"``: at most this many queries per batch, and at most one query in
 #: ``AUTO_MIN_BATCHES`` of the training set (see :func:`auto_batch_size`).
@@ -116,7 +117,7 @@ def attention_term(cost, device, *, training, precision="32-true", enabled=None,
     if not cost.attention_layers:
         return None
     dtype = torch.bfloat16 if training and precision == "bf16-mixed" else torch.float32
-    kernels = [attention_kernel(torch.device(device).type, dtype, mask=mask,
+    kernels = [attention_kernel(device, dtype, mask=mask,
                                 dropout=cost.attention_dropout if training else 0.0,
                                 head_size=cost.attention_head_size, training=training, enabled=enabled,
                                 capability=capability)
