@@ -190,18 +190,21 @@ def test_the_kernel_torch_runs_is_the_one_predicted(test_device, dtype, dropout,
 
 
 def test_auto_batch_size_by_hand(monkeypatch):
-    sizes = np.array([100] * 30 + [400] * 10 + [7] * 4000)  # 4,040 queries: the cap is 4040 // 16 = 252
-    per_list = _memory.batch_bytes(1, 400, quadratic=2, linear=10)
+    sizes = np.array([100] * 30 + [400] * 10 + [7] * 400)  # 440 queries: the cap is 440 // 2 = 220
+    per_list = _memory.batch_bytes(1, 400, quadratic=2, linear=10)  # 4 * (400 * 10 + 400**2 * 2) bytes
     monkeypatch.setattr(_memory, "available_memory", lambda device: None)
-    assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 252
+    assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 220
     monkeypatch.setattr(_memory, "available_memory", lambda device: int(100.5 * per_list / _memory.MEMORY_FRACTION))
     assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 100
-    # Lists cut to 200 documents: four times as many fit (a quarter of the linear term, a sixteenth of [L, L]).
-    assert _memory.auto_batch_size(sizes=sizes, max_list_length=200, quadratic=2, linear=10, device="cpu") == 252
+    # Lists cut to 200 documents: 3.95 times as many fit (half the linear term, a quarter of [L, L]): 397 > 220.
+    assert _memory.auto_batch_size(sizes=sizes, max_list_length=200, quadratic=2, linear=10, device="cpu") == 220
+    assert _memory.auto_batch_size(sizes=sizes, max_list_length=100, quadratic=2, linear=10, device="cpu") == 220
     monkeypatch.setattr(_memory, "available_memory", lambda device: 10**9)
     assert _memory.auto_batch_size(sizes=np.full(100_000, 5), max_list_length=None, quadratic=2, linear=10,
                                    device="cpu") == _memory.AUTO_BATCH_CAP
-    assert _memory.auto_batch_size(sizes=np.full(10, 5), max_list_length=None, quadratic=2, linear=10,
+    assert _memory.auto_batch_size(sizes=np.full(11, 5), max_list_length=None, quadratic=2, linear=10,
+                                   device="cpu") == 5
+    assert _memory.auto_batch_size(sizes=np.full(1, 5), max_list_length=None, quadratic=2, linear=10,
                                    device="cpu") == 1
     monkeypatch.setattr(_memory, "available_memory", lambda device: 1)
     assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 1
@@ -209,14 +212,14 @@ def test_auto_batch_size_by_hand(monkeypatch):
 
 @pytest.fixture(scope="module")
 def data():
-    return make_ranking(64, random_state=0)
+    return make_ranking(20, random_state=0)  # "auto" picks 10 queries a batch where memory allows
 
 
 def test_fit_resolves_auto_into_batch_size_(data, monkeypatch):
     X, y, qid = data
     ranker = RankNetRanker(hidden_sizes=(4,), max_epochs=1, batch_size="auto", random_state=0).fit(X, y, qid)
     assert ranker.batch_size == "auto" and clone(ranker).batch_size == "auto"
-    assert ranker.batch_size_ == 64 // _memory.AUTO_MIN_BATCHES == 4
+    assert ranker.batch_size_ == 20 // _memory.AUTO_MIN_BATCHES == 10
     assert RankNetRanker(hidden_sizes=(4,), max_epochs=1, batch_size=5).fit(X, y, qid).batch_size_ == 5
     # Little memory: fewer queries a batch, from the same estimate the check uses.
     sizes = np.unique(qid, return_counts=True)[1]
@@ -231,9 +234,9 @@ def test_auto_trains_with_the_batch_it_chose(data):
     X, y, qid = data
     auto = DASALCRanker(hidden_size=8, n_attention_layers=1, head_size=4, max_epochs=2, batch_size="auto",
                         random_state=0).fit(X, y, qid)
-    explicit = DASALCRanker(hidden_size=8, n_attention_layers=1, head_size=4, max_epochs=2, batch_size=4,
+    explicit = DASALCRanker(hidden_size=8, n_attention_layers=1, head_size=4, max_epochs=2, batch_size=10,
                             random_state=0).fit(X, y, qid)
-    assert auto.batch_size_ == 4
+    assert auto.batch_size_ == 10
     np.testing.assert_array_equal(auto.predict(X, qid), explicit.predict(X, qid))
 
 

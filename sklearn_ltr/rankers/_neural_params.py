@@ -119,7 +119,7 @@ _TRAINING = {
         'batch_size : int or "auto", default=32\n    Queries per training batch (predictions do not depend on it: '
         "prediction\n    batches are cut by documents and shrink when memory is short).\n"
         '    ``"auto"``: the largest batch that the memory check finds room for\n    on the device, at most 256 '
-        "queries and at most a sixteenth of the\n    training queries (see the user guide's GPU page); the batch "
+        "queries and at most half of the\n    training queries (see the user guide's GPU page); the batch "
         "chosen is\n    ``batch_size_``.",
         [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     ),
