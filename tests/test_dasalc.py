@@ -290,7 +290,8 @@ def test_training_memory_names_attention_and_max_list_length(data, monkeypatch):
 
     X, y, qid = data
     monkeypatch.setattr(_memory, "available_memory", lambda device: 10**6)
-    with pytest.raises(MemoryError, match=r"self-attention \(1 layers x 2 heads\).*Set max_list_length=\d+"):
+    message = r"self-attention \(1 layers x 2 heads, math attention: \[L, L\] weights per head\).*Set max_list_length="
+    with pytest.raises(MemoryError, match=message):
         DASALCRanker(**TINY, max_epochs=1).fit(X, y, qid)
 
 

@@ -133,8 +133,11 @@ def test_register_and_unregister_a_loss():
 @pytest.mark.parametrize(("module", "kwargs", "expected"), [
     (MLPScorer, {"n_features": 5, "hidden_sizes": (8, 4)}, ModuleCost(0, 0, 13)),
     (DASALCNet, {"n_features": 5, "hidden_size": 8, "n_layers": 2, "n_attention_layers": 3, "n_heads": 2,
-                 "head_size": 4}, ModuleCost(3, 2, 8 * 4 + 3 * 2 * 4 * 3)),
-    (SetRankNet, {"n_features": 5, "d_model": 8, "n_blocks": 2, "n_heads": 2}, ModuleCost(2, 2, 2 * (32 + 16) + 8)),
+                 "head_size": 4}, ModuleCost(3, 2, 8 * 4 + 3 * 2 * 4 * 3, 4, 0.4)),
+    (DASALCNet, {"n_features": 5, "dropout": 0.3, "attention_dropout": 0.0},
+     ModuleCost(4, 2, 512 * 4 + 2400, 100, 0.0)),
+    (SetRankNet, {"n_features": 5, "d_model": 8, "n_blocks": 2, "n_heads": 2},
+     ModuleCost(2, 2, 2 * (32 + 16) + 8, 4, 0.1)),
     (SetRankNet, {"n_features": 5, "d_model": 8, "n_blocks": 2, "n_heads": 2, "block": "imsab",
                   "n_inducing_points": 3}, ModuleCost(0, 0, 2 * (32 + 16 + 12) + 8)),
     (TwoTowerScorer, {"n_features": 5, "hidden_sizes": (8,), "observation_hidden_sizes": (4, 2)},
@@ -156,9 +159,9 @@ def test_a_module_without_a_declared_cost_is_an_error():
 
 def test_memory_terms_read_the_declarations():
     cost = ModuleCost(2, 3, 10)
-    assert _memory.memory_terms(cost, 7, 5, training=True) == (4 * 2 * 3 + 2 + 7, 2 * 5 + 6 * 10)
+    assert _memory.memory_terms(cost, 7, 5, training=True) == (4 * 2 * 3 + 2 + 7, 2 * 5 + 5 * 10)
     assert _memory.memory_terms(cost, 7, 5, training=False) == (2 * 3 + 1, 5 + 2 * 10)
-    assert _memory.memory_terms(ModuleCost(activation_width=4), 0, 5, training=True) == (0, 10 + 24)
+    assert _memory.memory_terms(ModuleCost(activation_width=4), 0, 5, training=True) == (0, 10 + 20)
 
 
 def test_ranker_memory_estimate_uses_the_loss_declaration(data):

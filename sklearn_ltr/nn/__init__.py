@@ -34,7 +34,7 @@ Sequential(
 """
 
 from sklearn_ltr.nn._attention import MultiHeadAttention, SelfAttentionLayer
-from sklearn_ltr.nn._cost import ModuleCost
+from sklearn_ltr.nn._cost import ModuleCost, attention_kernel
 from sklearn_ltr.nn._dasalc import DASALCNet
 from sklearn_ltr.nn._mlp import ACTIVATIONS, MLPScorer, ScoreHead, mlp, scatter_scores, set_reduce_sum
 from sklearn_ltr.nn._set_attention import InducedAttentionBlock, MultiheadAttentionBlock
@@ -63,6 +63,7 @@ __all__ = [
     "TwoTowerClickLoss",
     "TwoTowerOutput",
     "TwoTowerScorer",
+    "attention_kernel",
     "click_log_likelihood",
     "gradient_reversal",
     "linear_adversary_loss",

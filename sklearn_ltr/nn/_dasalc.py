@@ -135,10 +135,15 @@ class DASALCNet(nn.Module):
 
     @classmethod
     def memory_cost(cls, **kwargs):
-        """:class:`~sklearn_ltr.nn._cost.ModuleCost`: the tower's layers plus q, k, v of every attention layer."""
+        """:class:`~sklearn_ltr.nn._cost.ModuleCost`: the tower's layers plus q, k, v of every attention layer.
+
+        The heads are ``head_size`` wide (Keras' convention); the attention weights are dropped
+        out at ``attention_dropout`` (``None``: ``dropout``) in training.
+        """
         a = bound_arguments(cls, kwargs)
         width = a["hidden_size"] * (a["n_layers"] + 2) + 3 * a["n_heads"] * a["head_size"] * a["n_attention_layers"]
-        return ModuleCost(a["n_attention_layers"], a["n_heads"], width)
+        dropout = a["dropout"] if a["attention_dropout"] is None else a["attention_dropout"]
+        return ModuleCost(a["n_attention_layers"], a["n_heads"], width, a["head_size"], float(dropout))
 
     def __init__(
         self, n_features, hidden_size=512, n_layers=2, dropout=0.4, log1p=True, noise_std=1.5,

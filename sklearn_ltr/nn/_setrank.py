@@ -131,7 +131,10 @@ class SetRankNet(nn.Module):
         ff_size = 2 * d_model if a["ff_size"] is None else a["ff_size"]
         inducing = 2 * a["n_inducing_points"] * heads if a["block"] == "imsab" else 0
         width = blocks * (4 * d_model + ff_size + inducing) + d_model * (2 if a["input_norm"] else 1)
-        return ModuleCost(blocks, heads, width) if a["block"] == "msab" else ModuleCost(activation_width=width)
+        if a["block"] != "msab":
+            return ModuleCost(activation_width=width)
+        dropout = a["dropout"] if a["attention_dropout"] is None else a["attention_dropout"]
+        return ModuleCost(blocks, heads, width, d_model // heads, float(dropout))
 
     def __init__(
         self, n_features, d_model=128, n_blocks=2, n_heads=4, block="msab", n_inducing_points=20, ff_size=None,

@@ -30,7 +30,10 @@ from sklearn_ltr.training import ValidationNDCG, _memory
 from sklearn_ltr.training._device import is_cuda, resolve_device
 from sklearn_ltr.training._distributed import net_class_for
 from sklearn_ltr.training._memory import (
+    attention_term,
+    auto_batch_size,
     check_training_memory,
+    describe_attention,
     memory_terms,
     module_cost,
     prediction_documents,
@@ -165,14 +168,21 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             return 0
         return tensors * (self.loss_params or {}).get("n_samples", 1)
 
-    def _memory_terms(self, n_features, *, training, cost=None):
-        """``(quadratic, linear)`` float32 values per list and per document of one batch.
+    def _memory_terms(self, n_features, *, training, cost=None, device=None):
+        """``(quadratic, linear)`` float32 values per list and per document of one batch on ``device``.
 
-        ``cost`` is the module's declared :class:`~sklearn_ltr.nn.ModuleCost`, read here when not given.
+        ``cost`` is the module's declared :class:`~sklearn_ltr.nn.ModuleCost`, read here when not
+        given; ``device`` is the fitted net's, else the one ``device`` resolves to. The attention
+        term is the one of the kernel PyTorch runs there (:func:`~sklearn_ltr.training._memory.attention_term`).
         """
         if cost is None:
             cost = module_cost(*self._module_spec(n_features))
-        return memory_terms(cost, self._loss_tensors() if training else 0, n_features, training=training)
+        if device is None:
+            net = getattr(self, "net_", None)
+            device = net.device if net is not None else resolve_device(self.device)
+        kernel = attention_term(cost, device, training=training, precision=self.precision)
+        return memory_terms(cost, self._loss_tensors() if training else 0, n_features, training=training,
+                            kernel=kernel or "math", device=device)
 
     def _loss_name(self):
         loss = getattr(self, "loss", None)
@@ -210,7 +220,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         if query_weights is not None:
             self._check_loss_takes_weights()
         net = self._build_net(X.shape[1])
-        self._check_training_memory(query_groups.sizes, X.shape[1], net.device)
+        self.batch_size_ = self._check_training_memory(query_groups.sizes, X.shape[1], net.device)
+        net.set_params(batch_size=self.batch_size_)
         net.fit(build_dataset(query_groups, X, y, query_weights=query_weights, **extras))
         self.net_ = net
         self.n_iter_ = sum("train_loss" in row for row in net.history)
@@ -246,28 +257,39 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             )
 
     def _check_training_memory(self, sizes, n_features, device):
+        """Refuse a largest batch that cannot fit on ``device``; return the batch size to train with.
+
+        ``batch_size="auto"`` is resolved here, from the same estimate
+        (:func:`~sklearn_ltr.training._memory.auto_batch_size`).
+        """
         cost = module_cost(*self._module_spec(n_features))
-        quadratic, linear = self._memory_terms(n_features, training=True, cost=cost)
+        quadratic, linear = self._memory_terms(n_features, training=True, cost=cost, device=device)
         holders = []
         if self._loss_tensors():
             holders.append(f"the loss {self._loss_name()!r} (pairwise terms)")
         if cost.attention_layers:
-            holders.append(f"self-attention ({cost.attention_layers} layers x {cost.attention_heads} heads)")
+            kernel = attention_term(cost, device, training=True, precision=self.precision)
+            holders.append(describe_attention(cost, kernel))
         sizes = np.asarray(sizes)
-        self._warn_undeclared_loss(sizes, device)
+        batch_size = self.batch_size
+        if batch_size == "auto":
+            batch_size = auto_batch_size(sizes=sizes, max_list_length=self.max_list_length, quadratic=quadratic,
+                                         linear=linear, device=device)
+        self._warn_undeclared_loss(sizes, device, batch_size)
         check_training_memory(
-            owner=type(self).__name__, sizes=sizes, batch_size=self.batch_size,
+            owner=type(self).__name__, sizes=sizes, batch_size=batch_size,
             max_list_length=self.max_list_length, quadratic=quadratic, linear=linear, device=device,
             what=" and ".join(holders) or "the activations",
         )
+        return int(batch_size)
 
-    def _warn_undeclared_loss(self, sizes, device):
+    def _warn_undeclared_loss(self, sizes, device, batch_size):
         """Warn when a loss of unknown memory cost could, if pairwise, not fit: never a silent linear guess."""
         loss = getattr(self, "loss", None)
         if loss is None or len(sizes) == 0 or pairwise_tensors(loss) is not None:
             return
         longest = int(sizes.max()) if self.max_list_length is None else min(int(sizes.max()), self.max_list_length)
-        n_lists = min(int(self.batch_size), len(sizes))
+        n_lists = min(int(batch_size), len(sizes))
         free = _memory.available_memory(device)
         one_pairwise_tensor = 4 * n_lists * longest**2
         if free is not None and one_pairwise_tensor > 0.01 * free:

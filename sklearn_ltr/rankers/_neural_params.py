@@ -116,9 +116,12 @@ _TRAINING = {
         [Interval(Integral, 1, None, closed="left")],
     ),
     "batch_size": (
-        "batch_size : int, default=32\n    Queries per batch, in training and prediction (predictions do not\n"
-        "    depend on it; prediction batches shrink when memory is short).",
-        [Interval(Integral, 1, None, closed="left")],
+        'batch_size : int or "auto", default=32\n    Queries per training batch (predictions do not depend on it: '
+        "prediction\n    batches are cut by documents and shrink when memory is short).\n"
+        '    ``"auto"``: the largest batch that the memory check finds room for\n    on the device, at most 256 '
+        "queries and at most half of the\n    training queries (see the user guide's GPU page); the batch "
+        "chosen is\n    ``batch_size_``.",
+        [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     ),
     "max_list_length": (
         "max_list_length : int, default=None\n    Training lists longer than this are subsampled, keeping relevant\n"

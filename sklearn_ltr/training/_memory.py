@@ -14,27 +14,54 @@ training). Its terms are declared where things are defined, never kept in a tabl
 each loss declares its ``[L, L]`` tensors when it is registered
 (:func:`sklearn_ltr.losses.register_loss`), each torch module of :mod:`sklearn_ltr.nn` its
 attention shape and activation width (``memory_cost``, a
-:class:`~sklearn_ltr.nn.ModuleCost`); :func:`memory_terms` combines them. The coefficients
-come from measured peaks on CPU (one list of 3,000 documents: RankNet's loss about 5.4
-``[L, L]`` tensors with its gradient, an attention head about 4 per layer in training),
-rounded up. It is an estimate: a batch is refused when it needs more than
-:data:`MEMORY_FRACTION` of the memory available now.
+:class:`~sklearn_ltr.nn.ModuleCost`); :func:`memory_terms` combines them for a device.
+
+Self-attention holds ``[L, L]`` weights only where PyTorch runs its reference ("math")
+attention; its fused kernels hold values per document (:func:`attention_term` asks
+:func:`sklearn_ltr.nn.attention_kernel` which one runs, for the masks and dtype of the
+batches). The math path runs on CPU in training with attention dropout (DASALC's and
+SetRank's defaults), and on CUDA where the dtype or the head width rules the fused kernels
+out (e.g. bf16 with heads that are no multiple of 8); CPU prediction and CUDA training in
+float32 run fused kernels. Coefficients, measured (``benchmarks/bench_training_memory.py``):
+on CPU, one list of 3,000 documents: RankNet's loss about 5.4 ``[L, L]`` tensors with its
+gradient, a math attention head about 4 per layer in training, activations about 5 values
+per unit of declared width; on an H200 (torch 2.11, fused attention): peaks linear in the
+documents, 2.0 to 2.5 values per unit of width, counted as 3. It is an estimate: a batch is
+refused when it needs more than :data:`MEMORY_FRACTION` of the memory available now.
 """
 
 from __future__ import annotations
 
 import torch
 
+from sklearn_ltr.nn._cost import ATTENTION_MASKS, attention_kernel
 from sklearn_ltr.training._device import is_cuda
 from sklearn_ltr.utils._system import available_host_memory
 
-__all__ = ["MEMORY_FRACTION", "available_memory", "batch_bytes", "check_training_memory", "memory_terms",
+__all__ = ["AUTO_BATCH_CAP", "AUTO_MIN_BATCHES", "MEMORY_FRACTION", "attention_term", "auto_batch_size",
+           "available_memory", "batch_bytes", "check_training_memory", "describe_attention", "memory_terms",
            "module_cost", "prediction_documents"]
 
 #: Share of the available memory one batch may take.
 MEMORY_FRACTION = 0.8
 
 _FLOAT_BYTES = 4
+
+#: Training activations per document per unit of declared width, by device type: CPU peaks
+#: (resident memory: the CPU dropout masks and the allocator's slack included; 5 keeps every
+#: measured CPU peak within 0.57 to 0.97 of the estimate) against CUDA peaks
+#: (``max_memory_allocated``, 2.0 to 2.5 measured on an H200, rounded up).
+_ACTIVATION_FACTOR = {"cpu": 5, "cuda": 3}
+
+#: ``batch_size="auto"``: at most this many queries per batch, and at least ``AUTO_MIN_BATCHES``
+#: batches per epoch (see :func:`auto_batch_size`). DASALC's MQ2008 NDCG@10 stayed within the
+#: seeds' spread of the best from 8 to 256 queries a batch (2 batches an epoch):
+#: ``benchmarks/results/batch_size_cpu.md``.
+AUTO_BATCH_CAP = 256
+AUTO_MIN_BATCHES = 2
+
+_KERNEL_NAMES = {"flash": "flash attention", "efficient": "memory-efficient attention",
+                 "cudnn": "cuDNN attention", "math": "math attention"}
 
 
 def available_memory(device):
@@ -69,7 +96,46 @@ def module_cost(module_class, module_kwargs):
     return declare(**module_kwargs)
 
 
-def memory_terms(cost, loss_tensors, n_features, *, training):
+def attention_term(cost, device, *, training, precision="32-true", enabled=None, capability=None):
+    """The attention kernel the memory estimate assumes for ``cost`` on ``device`` (None: no attention).
+
+    Batches come with a boolean padding mask or, when no list is padded, none
+    (:data:`sklearn_ltr.nn._cost.ATTENTION_MASKS`): where either runs the math kernel, the
+    estimate assumes it (the ``[L, L]`` weights); otherwise the fused kernel of padded batches.
+
+    Parameters
+    ----------
+    cost : ModuleCost
+        What the module declares.
+    device : str or torch.device
+        Where the batch runs.
+    training : bool
+        Training (attention dropout, autocast under ``precision``) or prediction (float32, no dropout).
+    precision : str, default="32-true"
+        The ranker's ``precision``: ``"bf16-mixed"`` runs training attention in bfloat16.
+    enabled, capability
+        As in :func:`sklearn_ltr.nn.attention_kernel` (``None``: read from torch).
+    """
+    if not cost.attention_layers:
+        return None
+    dtype = torch.bfloat16 if training and precision == "bf16-mixed" else torch.float32
+    kernels = [attention_kernel(device, dtype, mask=mask,
+                                dropout=cost.attention_dropout if training else 0.0,
+                                head_size=cost.attention_head_size, training=training, enabled=enabled,
+                                capability=capability)
+               for mask in ATTENTION_MASKS]
+    return "math" if "math" in kernels else kernels[0]
+
+
+def describe_attention(cost, kernel):
+    """Words for the attention term of an estimate, e.g. in a refusal."""
+    shape = f"{cost.attention_layers} layers x {cost.attention_heads} heads"
+    if kernel == "math":
+        return f"self-attention ({shape}, {_KERNEL_NAMES[kernel]}: [L, L] weights per head)"
+    return f"self-attention ({shape}, {_KERNEL_NAMES[kernel]}: linear in the list length)"
+
+
+def memory_terms(cost, loss_tensors, n_features, *, training, kernel="math", device="cpu"):
     """``(quadratic, linear)`` float32 values per list and per document of one batch.
 
     Parameters
@@ -77,19 +143,29 @@ def memory_terms(cost, loss_tensors, n_features, *, training):
     cost : ModuleCost
         What the module declares.
     loss_tensors : int
-        ``[L, L]`` tensors per list that the loss declares (0 when predicting or linear).
+        ``[L, L]`` tensors per list that the loss declares (0 when predicting or linear); they
+        count on every device.
     n_features : int
         Input features per document.
     training : bool
         A training step (forward, backward, gradients) or a prediction (forward only).
+    kernel : {"math", "flash", "efficient", "cudnn"}, default="math"
+        The attention kernel assumed (:func:`attention_term`): the math kernel holds ``[L, L]``
+        weights (about 4 per head and layer in training, measured on CPU), a fused one its
+        output and log-sum-exp per head and document.
+    device : str or torch.device, default="cpu"
+        Where the batch runs: the training activations per unit of width differ by device.
     """
     layers, heads, width = cost.attention_layers, cost.attention_heads, cost.activation_width
+    fused = layers and kernel != "math"
+    attention = layers * heads * (cost.attention_head_size + 1) if fused else 0
     if training:
-        quadratic = 4 * layers * heads + (2 if layers else 0) + loss_tensors
-        linear = 2 * n_features + 6 * width
+        quadratic = loss_tensors + (0 if fused or not layers else 4 * layers * heads + 2)
+        factor = _ACTIVATION_FACTOR["cuda" if is_cuda(device) else "cpu"]
+        linear = 2 * n_features + factor * width + 2 * attention
     else:
-        quadratic = 2 * heads + 1 if layers else 0
-        linear = n_features + 2 * width
+        quadratic = 0 if fused or not layers else 2 * heads + 1
+        linear = n_features + 2 * width + attention
     return quadratic, linear
 
 
@@ -147,12 +223,47 @@ def check_training_memory(*, owner, sizes, batch_size, max_list_length, quadrati
         elif batch_bytes(1, 2, quadratic=quadratic, linear=linear) <= budget:
             cap = _longest_fitting(1, quadratic, linear, budget)
             fix.append(f"max_list_length={cap} with batch_size=1" + ("" if fix else subsampled))
+    growth = "the square of the list length" if quadratic else "the documents of the batch"
     raise MemoryError(
         f"{owner}: the largest training batch ({n_lists} lists padded to {length} documents; the longest "
-        f"query has {longest}) needs about {_gb(needed)} for {what}, which grows with the square of the list "
-        f"length, but only {_gb(free)} is available on {torch.device(device).type}. Set "
+        f"query has {longest}) needs about {_gb(needed)} for {what}, which grows with {growth}, "
+        f"but only {_gb(free)} is available on {torch.device(device).type}. Set "
         f"{' or '.join(fix) or 'a smaller model'}."
     )
+
+
+def auto_batch_size(*, sizes, max_list_length, quadratic, linear, device):
+    """Queries per training batch for ``batch_size="auto"``: the most that fit, up to a cap.
+
+    The cap is :data:`AUTO_BATCH_CAP` queries and at most one query in
+    :data:`AUTO_MIN_BATCHES` of the training set, so that an epoch keeps several optimiser
+    steps: the range where quality held (``benchmarks/results/batch_size_cpu.md``). Below the cap, the
+    batch is the largest whose estimate (its lists padded to the longest training list, as the
+    batch of the longest lists is) fits in :data:`MEMORY_FRACTION` of the memory available on
+    ``device`` now; at least 1 (:func:`check_training_memory` then refuses a list too long for
+    memory, with the fix).
+
+    Parameters
+    ----------
+    sizes : ndarray of int
+        Documents per training query.
+    max_list_length : int or None
+        Training lists are cut to this length.
+    quadratic, linear : float
+        ``[L, L]`` tensors per list and values per document of one training step.
+    device : str or torch.device
+        Where training runs.
+    """
+    cap = max(1, min(AUTO_BATCH_CAP, len(sizes) // AUTO_MIN_BATCHES))
+    if len(sizes) == 0:
+        return cap
+    longest = int(max(sizes))
+    length = longest if max_list_length is None else min(longest, int(max_list_length))
+    free = available_memory(device)
+    if free is None:
+        return cap
+    per_list = batch_bytes(1, length, quadratic=quadratic, linear=linear)
+    return max(1, min(cap, int(MEMORY_FRACTION * free // per_list)))
 
 
 def _longest_fitting(n_lists, quadratic, linear, budget):
