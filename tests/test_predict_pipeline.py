@@ -178,13 +178,17 @@ def test_features_checked_on_the_device_change_no_score(list_model, data, checke
     assert np.array_equal(list_model.predict(X, qid), checked)
 
 
-def test_a_float64_feature_beyond_float32_is_a_non_finite_score(data, checked_on_device):
+def test_a_float64_feature_beyond_float32_gets_validations_message(data, checked_on_device):
     X, y, qid = data
     ranker = RankNetRanker(hidden_sizes=(8,), max_epochs=1, device="cpu", random_state=0).fit(X, y, groups=qid)
     far = X.astype(np.float64)
     far[5] = 1e300  # finite in float64, infinite once staged in float32
-    with pytest.raises(ValueError, match=rf"RankNetRanker produced 1 non-finite scores of {len(X)}: .*scale"):
+    with pytest.raises(ValueError) as validation:
+        BaseRanker._validate_X(ranker, far)  # the CPU path's check
+    with pytest.raises(ValueError) as predict:
         ranker.predict(far, qid)
+    assert str(predict.value) == str(validation.value)
+    assert "float32" in str(predict.value)
 
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])

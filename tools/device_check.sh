@@ -47,9 +47,9 @@ step tests "${TEST_TIMEOUT:-150}" python3 -m pytest -q -p no:cacheprovider -n "$
 grep -E "^(FAILED|ERROR)|passed|failed" "$out/tests.log" 2>/dev/null | tail -30
 step bf16 90 python3 benchmarks/bench_bf16_stability.py --device cuda --out "$out/bf16_cuda.md"
 grep "^|" "$out/bf16_cuda.md" 2>/dev/null
-step memory 90 python3 benchmarks/bench_training_memory.py --device cuda --out "$out/training_memory_cuda.md"
+step memory 90 python3 benchmarks/bench_training_memory.py --device cuda --acceptance --out "$out/training_memory_cuda.md"
 grep -v "^$" "$out/training_memory_cuda.md" 2>/dev/null | grep "|\|accept\|refus"
-step predict 100 python3 benchmarks/bench_predict_scale.py --device cuda --out "$out/predict_cuda.md"
+step predict 100 python3 benchmarks/bench_predict_scale.py --speed --device cuda --queries 600,8200 --repeats 3 --out "$out/predict_cuda.md"
 grep "^|" "$out/predict_cuda.md" 2>/dev/null
 step compile 100 python3 benchmarks/bench_compile.py --device cuda --queries 300 --out "$out/compile_cuda.md"
 grep "^|" "$out/compile_cuda.md" 2>/dev/null

@@ -16,7 +16,6 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.utils import assert_all_finite
 from sklearn.utils.validation import validate_data
 from skorch.callbacks import EarlyStopping, ProgressBar
 
@@ -336,9 +335,9 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         net = getattr(self, "net_", None)
         return net is not None and is_cuda(net.device)
 
-    def _validate_X(self, X):
+    def _validate_X(self, X, name="X"):
         if not self._checks_features_on_device():
-            return super()._validate_X(X)
+            return super()._validate_X(X, name=name)
         return validate_data(self, X, reset=False, **{**self._check_X_kwargs(), "ensure_all_finite": False})
 
     def _scoring_plan(self, X, groups):
@@ -380,8 +379,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         blocks, documents = self._scoring_plan(X, groups)
         scores, finite = predict_scores(self.net_, X, blocks, documents=documents, extras=extras,
                                         check_features=self._checks_features_on_device())
-        if not finite:  # validation's own message; a float64 value beyond float32 passes, for the check below
-            assert_all_finite(X, estimator_name=type(self).__name__, input_name="X")
+        if not finite:  # a staged block held NaN or infinity (or a float64 value beyond float32): validation's message
+            self._check_features(X)
         return check_finite_scores(scores, type(self).__name__)
 
     def __sklearn_tags__(self):
