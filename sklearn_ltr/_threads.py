@@ -4,8 +4,8 @@ LightGBM and torch's CPU kernels run their threads on OpenMP (GNU libgomp in the
 wheels; one copy is shared by both). Between two parallel regions libgomp's idle threads
 spin for a while before they sleep. On an idle machine that saves a wake-up; on a machine
 whose cores are busy with other work, the spinning threads take CPU time from the threads
-that have work, and a fit from Python took 10 to 40 times longer than with
-``OMP_WAIT_POLICY=PASSIVE`` (``benchmarks/results/threads.md``).
+that have work: on 2 busy cores, fits on MQ2008 took 19 to 65 times longer than with
+``OMP_WAIT_POLICY=PASSIVE``, with the same NDCG (``benchmarks/results/threads.md``).
 
 :func:`apply_openmp_default` sets ``OMP_WAIT_POLICY=PASSIVE`` in the process environment,
 unless the user set any variable that says how idle OpenMP threads wait
