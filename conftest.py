@@ -6,6 +6,10 @@ import os
 import pytest
 import sklearn
 
+# Before any test module imports torch or LightGBM: the library's OpenMP default (idle threads sleep)
+# must be in place when their runtime loads (sklearn_ltr/_threads.py).
+import sklearn_ltr  # noqa: F401
+
 # The docs' pages are collected for their ``>>>`` examples (--doctest-glob=*.rst); Sphinx's conf.py and the
 # build outputs are not test modules.
 collect_ignore = ["docs/conf.py"]

@@ -40,7 +40,7 @@ train, test = next(splitter.split(X, y, groups=qid))
 # score per row, in the input row order. Only the order of the scores within a
 # query matters.
 ranker = LambdaMARTRanker(n_estimators=100, learning_rate=0.05, num_leaves=15,
-                          n_jobs=1, random_state=0)
+                          random_state=0)
 ranker.fit(X[train], y[train], groups=qid[train])
 scores = ranker.predict(X[test], groups=qid[test])
 

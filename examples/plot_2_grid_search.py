@@ -48,7 +48,7 @@ X_test, y_test, qid_test = X[test], y[test], qid[test]
 # call ``sklearn.set_config(enable_metadata_routing=True)`` once instead.
 pipe = Pipeline([
     ("log1p", Log1pTransformer()),
-    ("rank", LambdaMARTRanker(n_estimators=40, n_jobs=1, random_state=0)),
+    ("rank", LambdaMARTRanker(n_estimators=40, random_state=0)),
 ])
 leaves, rates = [3, 7, 15, 31], [0.03, 0.1, 0.3]
 param_grid = {"rank__num_leaves": leaves, "rank__learning_rate": rates}

@@ -23,14 +23,11 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from sklearn.model_selection import GroupShuffleSplit
 
 from sklearn_ltr import DASALCRanker, LambdaMARTRanker
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.metrics import ndcg_score
-
-torch.set_num_threads(1)  # small models train fastest on one thread
 
 X, y, qid = make_ranking(n_queries=400, n_features=20, random_state=0)
 splitter = GroupShuffleSplit(n_splits=1, test_size=0.25, random_state=0)
@@ -44,7 +41,7 @@ train, test = next(splitter.split(X, y, groups=qid))
 # stopping on the NDCG of held-out training queries is the usual choice.
 rankers = {
     "LambdaMART": LambdaMARTRanker(n_estimators=150, learning_rate=0.05,
-                                   num_leaves=15, n_jobs=1, random_state=0),
+                                   num_leaves=15, random_state=0),
     "DASALC": DASALCRanker(hidden_size=64, n_attention_layers=1, n_heads=2,
                            head_size=16, max_epochs=25, device="cpu",
                            random_state=0),

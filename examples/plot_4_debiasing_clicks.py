@@ -26,7 +26,6 @@ generated the clicks, :math:`1 / p`. See :ref:`debiasing` for the method.
 # sees.
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -41,8 +40,6 @@ from sklearn_ltr.datasets import (
     simulate_clicks,
 )
 from sklearn_ltr.metrics import ndcg_score
-
-torch.set_num_threads(1)  # small models train fastest on one thread
 
 X, y, qid = make_ranking(n_queries=400, n_features=10, random_state=0)
 is_train = qid < 300  # 300 training queries, 100 held-out queries

@@ -26,7 +26,6 @@ import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import torch
 from sklearn.model_selection import GroupShuffleSplit
 
 from sklearn_ltr import DASALCRanker, LambdaMARTRanker, RankNetRanker
@@ -37,15 +36,13 @@ from sklearn_ltr.metrics import (
     write_comparison_report,
 )
 
-torch.set_num_threads(1)  # small models train fastest on one thread
-
 X, y, qid = make_ranking(n_queries=300, n_features=20, random_state=0)
 splitter = GroupShuffleSplit(n_splits=1, test_size=0.4, random_state=0)
 train, test = next(splitter.split(X, y, groups=qid))
 
 rankers = {
     "LambdaMART": LambdaMARTRanker(n_estimators=100, learning_rate=0.05,
-                                   num_leaves=15, n_jobs=1, random_state=0),
+                                   num_leaves=15, random_state=0),
     "DASALC": DASALCRanker(hidden_size=32, n_attention_layers=1, n_heads=2,
                            head_size=8, max_epochs=10, device="cpu",
                            random_state=0),

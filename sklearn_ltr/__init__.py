@@ -22,15 +22,21 @@ True
 True
 """
 
+# First, before anything can import torch or LightGBM (their OpenMP runtime reads it once, when it
+# loads): idle OpenMP threads sleep instead of spinning, unless the user chose (sklearn_ltr/_threads.py).
+from sklearn_ltr import _threads
+
+_threads.apply_openmp_default()
+
 #: str: the version of the package, read by the build (``pyproject.toml``).
 __version__ = "0.1.0"
 
-import importlib
+import importlib  # noqa: E402
 
-from sklearn_ltr.base import MissingGroupsWarning
-from sklearn_ltr.metrics import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_score, ndcg_scorer
-from sklearn_ltr.preprocessing import Log1pTransformer
-from sklearn_ltr.rankers import _registry as _rankers
+from sklearn_ltr.base import MissingGroupsWarning  # noqa: E402
+from sklearn_ltr.metrics import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_score, ndcg_scorer  # noqa: E402
+from sklearn_ltr.preprocessing import Log1pTransformer  # noqa: E402
+from sklearn_ltr.rankers import _registry as _rankers  # noqa: E402
 
 # The rankers load on first use (PEP 562): the neural ones import torch and skorch, which
 # LambdaMART, the metrics and the scorers do not need. Their names come from the one

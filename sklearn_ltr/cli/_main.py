@@ -8,6 +8,7 @@ import os
 import sys
 import warnings
 
+from sklearn_ltr import _threads
 from sklearn_ltr.cli._data_files import FORMATS
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import EMPTY_QUERY_RULES
@@ -238,9 +239,9 @@ def _run(args):
     seed = getattr(args, "seed", None)
     if seed is not None and not 0 <= seed < 2**32:
         raise CLIError(f"--seed must be an integer from 0 to 2**32 - 1 = {2**32 - 1}; got {seed}.")
-    # Idle OpenMP threads sleep instead of spinning: on a busy or small machine, spinning
-    # threads of LightGBM (loaded lazily, so this still applies) slow training several times.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # Idle OpenMP threads sleep instead of spinning, unless the user chose: the library's one
+    # default (already applied when the package was imported; applying it again changes nothing).
+    _threads.apply_openmp_default()
     # A neural ranker's fit catches Ctrl-C, keeps the partly trained model and warns: here the
     # warning is raised as an error, so that Ctrl-C ends the command (status 130, nothing saved).
     with _torch_threads(getattr(args, "threads", None)), warnings.catch_warnings():
@@ -276,11 +277,12 @@ def main(argv=None):
 
     Notes
     -----
-    Before running a command, ``main`` sets ``OMP_WAIT_POLICY=PASSIVE`` in the process
-    environment unless it is set already: LightGBM, loaded on first use, then lets idle
-    OpenMP threads sleep rather than spin, which on a small or busy machine makes training
-    several times faster (and costs nothing measurable on an idle one). torch's thread
-    count (``--threads``) is restored when the command ends.
+    Before running a command, ``main`` applies the library's OpenMP default, the function
+    ``import sklearn_ltr`` applies: ``OMP_WAIT_POLICY=PASSIVE`` in the process environment
+    unless the user set ``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT`` or ``KMP_BLOCKTIME``. LightGBM
+    and torch, loaded on first use, then let idle OpenMP threads sleep rather than spin, which
+    on a small or busy machine makes training many times faster (see the README). torch's
+    thread count (``--threads``) is restored when the command ends.
 
     Examples
     --------
