@@ -1,7 +1,7 @@
 """What ``train`` reports: the settings it trained with, and NDCG@10 under ``--empty-queries``.
 
-LambdaMART trains with the command line's own defaults (``CLI_DEFAULTS``, chosen on five LETOR
-folds: benchmarks/results/cli_defaults.md), ``--param`` over them; a ``settings:`` line shows
+LambdaMART and RankNet train with the command line's own defaults (``CLI_DEFAULTS``, chosen on
+five LETOR folds: benchmarks/results/cli_defaults.md), ``--param`` over them; a ``settings:`` line shows
 every parameter that differs from the class's defaults, as a call of the class. The NDCG@10 that
 ``train`` prints follows ``--empty-queries`` as ``evaluate`` does, with the same footnote.
 """
@@ -39,8 +39,11 @@ def _settings(out):
 
 
 def test_the_cli_defaults_of_lambdamart():
-    assert CLI_DEFAULTS == {"lambdamart": {"n_estimators": 300, "learning_rate": 0.02, "num_leaves": 15}}
-    assert demo_models()[0][1:3] == ("lambdamart", {})  # the demo's LambdaMART is train's
+    assert CLI_DEFAULTS == {"lambdamart": {"n_estimators": 300, "learning_rate": 0.02, "num_leaves": 15},
+                            "ranknet": {"lr": 2e-3, "max_epochs": 30}}
+    models = demo_models()
+    assert models[0][1:3] == ("lambdamart", {})  # the demo's LambdaMART is train's
+    assert models[1][1] == "ranknet" and CLI_DEFAULTS["ranknet"].items() <= models[1][2].items()
 
 
 def test_train_uses_and_prints_them(files, tmp_path, capsys):
@@ -65,12 +68,18 @@ def test_param_overrides_them(files, tmp_path, capsys):
                               "num_leaves=15, random_state=3); every other parameter at its default")
 
 
-def test_neural_settings_are_the_class_defaults(files, tmp_path, capsys):
+def test_neural_settings(files, tmp_path, capsys):
     status, out, err = run(capsys, "train", "--model", "ranknet", "--train", files["train"], "--out",
                            tmp_path / "m.joblib", "--param", "max_epochs=2", "--param", "hidden_sizes=(8,)")
     assert status == 0, err
-    assert _settings(out) == ("RankNetRanker(hidden_sizes=(8,), max_epochs=2, random_state=0); every other "
-                              "parameter at its default")
+    # RankNet's lr is the command line's; max_epochs the user's.
+    assert _settings(out) == ("RankNetRanker(hidden_sizes=(8,), lr=0.002, max_epochs=2, random_state=0); every "
+                              "other parameter at its default")
+    status, out, err = run(capsys, "train", "--model", "setrank", "--train", files["train"], "--out",
+                           tmp_path / "m.joblib", "--param", "max_epochs=1", "--param", "d_model=8")
+    assert status == 0, err
+    assert _settings(out) == ("SetRankRanker(d_model=8, max_epochs=1, random_state=0); every other parameter at its "
+                              "default")  # no command-line defaults of its own
 
 
 def test_describe_settings_by_hand():

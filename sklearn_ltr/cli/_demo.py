@@ -225,7 +225,7 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
     if note:
         notes += f" * Test queries: {note}"
     print("\n" + textwrap.fill(notes, width=100), file=out)
-    print("\nSettings (parameters that differ from each class's defaults; train uses its defaults for the neural "
-          "models, and the demo's LambdaMART):", file=out)
+    print("\nSettings (parameters that differ from each class's defaults; train's own defaults are those of "
+          "LambdaMART and RankNet here, and the class defaults for DASALC and SetRank):", file=out)
     print("\n".join(settings), file=out)
     return rows

@@ -47,8 +47,9 @@ queries. TwoTowerDebiasedRanker trains on clicks simulated from the training lab
 sessions per query, position-based model, examination 1/position) and is scored on the
 true test labels, beside RankNetRanker trained on the same clicks without positions.
 
-LambdaMART trains with train's defaults; the neural models with smaller settings than train's
-(their constructors' defaults), so that the demo stays short: the table's notes list them.
+LambdaMART and RankNet train with train's defaults; DASALC and SetRank with smaller settings than
+train's (their constructors' defaults), so that the demo stays short. The table ends with the
+settings of every model.
 Queries of the test set without a relevant document count as --empty-queries says (a
 footnote gives their number)."""
 
@@ -63,11 +64,11 @@ needs none), so raw LETOR features work; the saved estimator is then a scikit-le
 Pipeline whose last step, 'ranker', is the ranker. --param sets the ranker's constructor
 parameters (see its docstring, e.g. python -c "help('sklearn_ltr.RankNetRanker')").
 
-Rankers train with their constructor's defaults (see their docstrings) except lambdamart, whose
-command-line defaults are n_estimators=300, learning_rate=0.02, num_leaves=15 (chosen on five
-LETOR folds of MQ2008 and OHSUMED; LightGBM's learning rate 0.1 stopped after a few trees on
-them). After training, a 'settings:' line shows every parameter that differs from the
-constructor's defaults, as a Python call of the ranker.
+Rankers train with their constructor's defaults (see their docstrings) except where the
+command line has its own, chosen on five LETOR folds of MQ2008 and OHSUMED: lambdamart
+n_estimators=300, learning_rate=0.02, num_leaves=15 (LightGBM's learning rate 0.1 stopped after
+a few trees on them), ranknet lr=0.002, max_epochs=30. After training, a 'settings:' line shows
+every parameter that differs from the constructor's defaults, as a Python call of the ranker.
 
 With --valid, the validation file's NDCG@10 is reported, and used for early stopping:
 lambdamart stops after early_stopping_rounds (default 50) rounds without improvement;
