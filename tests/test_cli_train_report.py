@@ -107,3 +107,19 @@ def test_reported_ndcg_is_evaluates(files, tmp_path, capsys, rule):
         assert status == 0, err
         assert f"NDCG@10    {value:.4f}" in evaluated
     assert joblib.load(model).cli_metadata_["empty_query_rule"] == rule
+
+
+def test_demo_states_its_settings_and_the_convention(files, tmp_path, capsys):
+    for name, source in (("train.txt", "train"), ("test.txt", "valid")):
+        (tmp_path / name).write_text(open(files[source]).read())
+    status, out, err = run(capsys, "demo", "--quick", "--data", tmp_path, "--no-progress", "--empty-queries", "zero")
+    assert status == 0, err
+    text = " ".join(out.split())
+    assert "* Test queries: 1 of 20 queries have no relevant document (label > 0): counted as 0 in every metric" in text
+    assert ("'sklearn-ltr train' uses the class defaults, except its own for lambdamart n_estimators=300, "
+            "learning_rate=0.02, num_leaves=15; ranknet lr=0.002, max_epochs=30.") in text
+    settings = out.split("max_epochs=30.\n", 1)[1].splitlines()
+    assert [line.split(": ", 1)[0].strip() for line in settings] == [label for label, *_ in demo_models(quick=True)]
+    # --quick: 100 trees at 0.05 instead of train's 300 at 0.02; no vali.txt, so no early stopping.
+    assert settings[0] == ("  LambdaMARTRanker: LambdaMARTRanker(learning_rate=0.05, n_jobs=1, num_leaves=15, "
+                           "random_state=0); every other parameter at its default")

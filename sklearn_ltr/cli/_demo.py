@@ -38,7 +38,7 @@ from sklearn_ltr.cli._data_files import RankingFile, align_features, read_rankin
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import empty_queries as empty_mask
 from sklearn_ltr.cli._metrics import empty_query_note, metric_values, parse_metrics
-from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model
+from sklearn_ltr.cli._models import CLI_DEFAULTS, MODELS, estimator_errors, fit_model
 
 __all__ = ["demo_models", "run_demo"]
 
@@ -225,7 +225,10 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
     if note:
         notes += f" * Test queries: {note}"
     print("\n" + textwrap.fill(notes, width=100), file=out)
-    print("\nSettings (parameters that differ from each class's defaults; train's own defaults are those of "
-          "LambdaMART and RankNet here, and the class defaults for DASALC and SetRank):", file=out)
+    own = "; ".join(f"{name} " + ", ".join(f"{k}={v!r}" for k, v in params.items())
+                    for name, params in CLI_DEFAULTS.items())
+    print("\n" + textwrap.fill(f"Settings of each model: the parameters that differ from its class's defaults. "
+                               f"'sklearn-ltr train' uses the class defaults, except its own for {own}.",
+                               width=100), file=out)
     print("\n".join(settings), file=out)
     return rows
