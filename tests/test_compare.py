@@ -110,8 +110,8 @@ def test_text_table_prints_the_same_numbers(capsys, systems):
     status, out, err = run(capsys, *compare_args(systems, "--correction", "bonferroni", "--seed", "3"))
     assert status == 0, err
     expected = expected_tables(systems, NAMES, "lm", correction="bonferroni", seed=3)
-    blocks = out.split("\n\n")[1:]
-    assert len(blocks) == 3
+    *blocks, footnote = out.split("\n\n")[1:]
+    assert len(blocks) == 3 and footnote.startswith("* ") and "no relevant document" in footnote
     for block, (key, table) in zip(blocks, expected.items(), strict=True):
         lines = block.strip().splitlines()
         assert lines[0] == f"{key.upper()} over 40 queries"

@@ -22,6 +22,14 @@ Commands (``sklearn-ltr COMMAND --help`` lists every option):
     Bonferroni correction) of two or more models or scores files against a baseline, and an
     offline HTML report with per-query difference plots.
 
+Every command that reports metrics (``train``, ``evaluate``, ``compare`` and its report,
+``demo``) takes ``--empty-queries default|zero|drop`` (queries without a relevant document:
+each metric's convention, 0, or left out) and ends with a footnote saying how many there are.
+Headers give each data file's own rows, queries and features (its highest feature index); a file
+that ends at or below three quarters of the model's features is warned about on standard error.
+``train`` prints the settings it trained with; its LambdaMART and RankNet defaults are its own
+(``_models.CLI_DEFAULTS``).
+
 User errors (missing or malformed files, unknown parameters, rejected values, feature
 mismatches, an output that names an input) print one ``sklearn-ltr: error: ...`` line and
 exit with status 2; Ctrl-C exits with status 130 and saves nothing. Output files are written

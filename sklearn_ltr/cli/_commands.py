@@ -22,7 +22,7 @@ from sklearn_ltr.cli import _data_files, _progress
 from sklearn_ltr.cli._clicks import click_log
 from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._metrics import empty_queries, empty_query_note, parse_metrics
+from sklearn_ltr.cli._metrics import empty_queries, empty_query_note, metric_values, parse_metrics
 from sklearn_ltr.cli._model_files import load_model, save_model
 from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model, settable_params
 from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output, write_scores
@@ -31,17 +31,20 @@ from sklearn_ltr.cli._query_input import file_features, model_input, reads_query
 
 __all__ = ["evaluate", "model_scores", "predict", "train"]
 
+#: The metric ``train`` reports on its files.
+NDCG10 = parse_metrics("ndcg@10", command="train")
 
-def _ndcg10(estimator, data, name, option):
+
+def _ndcg10(estimator, data, name, option, empty):
     """NDCG@10 of the freshly trained model on a file; a model that scores NaN is an error, and is not saved."""
-    from sklearn_ltr.metrics import ndcg_score
-
     with estimator_errors(f"scoring {option} {data.path!r} with the trained {name} model"):
         scores = estimator.predict(data.X, groups=data.groups)
     if not np.isfinite(scores).all():
         raise CLIError(f"the trained {name} model scores rows of {option} {data.path!r} as NaN or infinite; it is "
                        f"not saved. Check the features for huge values, or lower the learning rate.")
-    return ndcg_score(data.y, scores, data.groups, k=10)
+    (value,) = metric_values(NDCG10, data.y, scores, data.groups, empty=empty,
+                             where=f"{option} {data.path!r}").values()
+    return value
 
 
 def train(args):
@@ -62,7 +65,8 @@ def train(args):
     valid = read_ranking(args.valid, args.format) if args.valid else None
     if valid is not None:  # a sparse file may lack the other's last features: pad both to the wider one
         n_features = max(data.X.shape[1], valid.X.shape[1])
-        data, valid = align_features(data, n_features), align_features(valid, n_features)
+        data = align_features(data, n_features, against=f"--valid {args.valid!r}")
+        valid = align_features(valid, n_features, against=f"--train {args.train!r}")
     for option, rows in (("--train", data), ("--valid", valid)):
         if rows is not None:
             _data_files.check_features(rows, spec.cls(), option=option, model_name=spec.name)
@@ -77,19 +81,24 @@ def train(args):
     estimator, report = fit_model(spec, params, rows, valid, preprocessing=args.preprocessing,
                                   early_stopping=not args.no_early_stopping, seed=args.seed, threads=args.threads,
                                   progress=_progress.progress_wanted(args.progress), desc=f"train {spec.name}")
-    scores = {"train_ndcg@10": _ndcg10(estimator, data, spec.name, "--train")}
-    if valid is not None:
-        scores["valid_ndcg@10"] = _ndcg10(estimator, valid, spec.name, "--valid")
+    files = {"train": (data, "--train"), **({"valid": (valid, "--valid")} if valid is not None else {})}
+    scores = {f"{key}_ndcg@10": _ndcg10(estimator, part, spec.name, option, args.empty_queries)
+              for key, (part, option) in files.items()}
     save_model(args.out, estimator, model=spec.name, n_features=int(data.X.shape[1]),
                list_context=spec.list_context, params=params, seed=args.seed,
                train_file=os.path.abspath(args.train), valid_file=args.valid and os.path.abspath(args.valid),
-               **report, **scores)
+               empty_query_rule=args.empty_queries, **report, **scores)
     ran = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in report.items()
-                    if key not in ("fit_seconds", "preprocessing") and value is not None)
+                    if key not in ("fit_seconds", "preprocessing", "settings") and value is not None)
     if report["preprocessing"] != "none":
         ran += f"; preprocessing {report['preprocessing']}"
     print(f"trained {spec.name} ({spec.estimator}) in {report['fit_seconds']:.1f} s ({ran})")
+    print(f"settings: {report['settings']}")
     print("NDCG@10: " + ", ".join(f"{key.split('_')[0]} {value:.4f}" for key, value in scores.items()))
+    note = empty_query_note(NDCG10, 0, 0, args.empty_queries, counts=[
+        (key, int(empty_queries(part.y, part.groups).sum()), part.n_queries) for key, (part, _) in files.items()])
+    if note:
+        print(f"* {note}")
     print(f"saved model to {args.out}")
     return 0
 
@@ -142,15 +151,8 @@ def evaluate(args):
         data = read_ranking(args.data, args.format)
         scores = read_rows_of_numbers(args.scores, len(data.y), what="scores file")
         source = f"scores {args.scores}"
-    values = {}
-    for metric in metrics:
-        try:  # the metrics validate the labels (finite, non-negative, ...): their ValueError is a user error
-            values[metric] = metric(data.y, scores, data.groups, empty=args.empty_queries)
-        except ValueError as err:
-            raise CLIError(f"cannot compute {metric.label} on --data {args.data!r}: {err}") from err
-        if not np.isfinite(values[metric]):
-            raise CLIError(f"{metric.label} on --data {args.data!r} is {values[metric]} (labels up to "
-                           f"{data.y.max():g}: too large for the gain 2**label - 1?).")
+    values = metric_values(metrics, data.y, scores, data.groups, empty=args.empty_queries,
+                           where=f"--data {args.data!r}")
     n_empty = int(empty_queries(data.y, data.groups).sum())
     if args.json:
         print(json.dumps({"data": args.data, "model": args.model, "scores": args.scores, "rows": len(data.y),

@@ -8,6 +8,13 @@ system by :func:`sklearn_ltr.metrics.compare_rankings`, one metric at a time, wi
 seed: the printed numbers (or the ``--json`` ones, exactly) are those of the Python API.
 ``--report`` writes them, with figures, as one self-contained HTML page
 (:func:`sklearn_ltr.metrics.write_comparison_report`).
+
+Queries without a relevant document (*empty* queries) follow ``--empty-queries``, as in
+``evaluate`` (same choices, same values): ``default`` keeps each metric's convention (1 in NDCG
+and MAP, 0 in the others), ``zero`` passes ``empty_value=0.0`` to the metrics that have the
+option, ``drop`` compares the other queries only. Both the text and the report end with a
+footnote saying how many queries are empty and how they were counted, and the report's
+per-query difference plots leave empty queries out instead of counting them as ties.
 """
 
 from __future__ import annotations
@@ -17,10 +24,12 @@ import dataclasses
 import json
 import os
 
+import numpy as np
+
 from sklearn_ltr.cli._commands import model_scores
 from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._metrics import parse_metrics
+from sklearn_ltr.cli._metrics import add_empty_queries_option, empty_queries, empty_query_note, parse_metrics
 from sklearn_ltr.cli._model_files import load_model
 from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output
 from sklearn_ltr.cli._query_input import file_features
@@ -42,6 +51,12 @@ numbers are those of sklearn_ltr.metrics.compare_rankings with random_state=--se
 prints them exactly. --report writes them, with a plot of each system's sorted per-query
 differences and box plots of the per-query values, as one HTML page that loads nothing from
 the network (needs matplotlib).
+
+Queries without a relevant document count as in evaluate: NDCG and MAP score them 1
+(LightGBM's convention), the other metrics 0; --empty-queries zero counts them as 0 in every
+metric, drop leaves them out (the means are then evaluate's with the same option). A footnote
+says how many there are; the report's difference plots leave them out rather than count them
+as ties, since no ranking changes their value.
 
 Loading a model file (--model) unpickles it, which runs code stored in the file: load model
 files only from sources you trust."""
@@ -83,6 +98,7 @@ def add_parser(commands, *, formatter, model_help, add_common):
     parser.add_argument("--confidence", type=float, default=0.95, metavar="LEVEL",
                         help="confidence level of the bootstrap interval (default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="random_state of the resampling tests (default 0)")
+    add_empty_queries_option(parser)
     parser.add_argument("--json", action="store_true", help="print the results as JSON (exact values)")
     parser.add_argument("--report", metavar="HTML", help="write an HTML report (tables and figures, no network "
                                                          "access) to this file, whole or not at all")
@@ -162,8 +178,8 @@ def _compare_metric(metric, data, scores, baseline, args):
     from sklearn_ltr.metrics import compare_rankings
 
     others = {name: values for name, values in scores.items() if name != baseline}
-    options = {"k": metric.k} if metric.metric.takes_k else {}
     try:  # the labels or the queries may not suit the tests (fewer than 2 queries, ...)
+        options = metric.options(args.empty_queries)
         return compare_rankings(data.y, scores[baseline], others, data.groups, metric=metric.metric.name,
                                 n_resamples=args.resamples, confidence_level=args.confidence,
                                 correction=None if args.correction == "none" else args.correction,
@@ -172,11 +188,22 @@ def _compare_metric(metric, data, scores, baseline, args):
         raise CLIError(f"cannot compare {metric.label} on --data {args.data!r}: {err}") from err
 
 
+def _drop_empty(data, scores):
+    """``(data, scores)`` without the rows of the queries that have no relevant document (``--empty-queries drop``)."""
+    _, codes = np.unique(data.groups, return_inverse=True)
+    keep = ~empty_queries(data.y, data.groups)[codes]
+    if not keep.any():
+        raise CLIError(f"every query of --data {data.path!r} has no relevant document (no label above 0): "
+                       f"--empty-queries drop leaves none to compare.")
+    kept = dataclasses.replace(data, X=data.X[keep], y=data.y[keep], groups=data.groups[keep])
+    return kept, {name: values[keep] for name, values in scores.items()}
+
+
 def _decisive(table, field):
     return field + "_adjusted" if table.correction is not None else field
 
 
-def _json(args, data, baseline, sources, tables):
+def _json(args, data, baseline, sources, tables, n_empty):
     metrics = {}
     for metric, table in tables.items():
         rows = []
@@ -188,7 +215,8 @@ def _json(args, data, baseline, sources, tables):
         metrics[metric.key] = {"label": metric.label, "n_queries": table.n_queries,
                                "baseline_mean": table.baseline_mean, "comparisons": rows}
     first = next(iter(tables.values()))
-    return {"data": args.data, "rows": len(data.y), "queries": data.n_queries, "baseline": baseline,
+    return {"data": args.data, "rows": len(data.y), "queries": data.n_queries, "empty_queries": n_empty,
+            "empty_query_rule": args.empty_queries, "baseline": baseline,
             "systems": [{"name": name, **source} for name, source in sources.items()],
             "tests": list(first.tests), "resamples": args.resamples, "confidence_level": args.confidence,
             "correction": first.correction, "alpha": args.alpha, "seed": args.seed, "report": args.report,
@@ -242,6 +270,23 @@ def _print_text(args, data, baseline, sources, tables):
         print("\n".join(_text_table(metric, table, baseline, args.alpha)))
 
 
+def _write_report(args, data, baseline, tables, empty, note):
+    """The HTML report; the empty queries are marked where the tables still hold them (not with drop)."""
+    from sklearn_ltr.metrics import write_comparison_report
+
+    # A metric that leaves empty queries undefined has dropped them already: nothing to mark then.
+    marked = empty if all(table.n_queries == empty.size for table in tables.values()) else None
+    try:
+        write_comparison_report(list(tables.values()), args.report, baseline_name=baseline,
+                                title=f"Ranker comparison on {os.path.basename(args.data)}",
+                                description=f"{data.describe()}; baseline {baseline}", alpha=args.alpha,
+                                empty_queries=None if args.empty_queries == "drop" else marked,
+                                note=None if note is None else f"* {note}")
+    except OSError as err:
+        raise CLIError(f"cannot write report {args.report!r}: {err.strerror or err}; nothing was written (a "
+                       f"previous file is left as it was).") from err
+
+
 def compare(args):
     """``sklearn-ltr compare``: significance tests between models and scores files (``sklearn-ltr compare -h``)."""
     _check_args(args)
@@ -252,21 +297,18 @@ def compare(args):
         _check_report(args)
     data = read_ranking(args.data, args.format)
     scores, sources = _system_scores(args, names, data)
-    tables = {metric: _compare_metric(metric, data, scores, baseline, args) for metric in metrics}
+    empty = empty_queries(data.y, data.groups)
+    compared, compared_scores = _drop_empty(data, scores) if args.empty_queries == "drop" else (data, scores)
+    tables = {metric: _compare_metric(metric, compared, compared_scores, baseline, args) for metric in metrics}
+    note = empty_query_note(list(tables), int(empty.sum()), data.n_queries, args.empty_queries)
     if args.report is not None:
-        from sklearn_ltr.metrics import write_comparison_report
-
-        try:
-            write_comparison_report(list(tables.values()), args.report, baseline_name=baseline,
-                                    title=f"Ranker comparison on {os.path.basename(args.data)}",
-                                    description=f"{data.describe()}; baseline {baseline}", alpha=args.alpha)
-        except OSError as err:
-            raise CLIError(f"cannot write report {args.report!r}: {err.strerror or err}; nothing was written (a "
-                           f"previous file is left as it was).") from err
+        _write_report(args, data, baseline, tables, empty, note)
     if args.json:
-        print(json.dumps(_json(args, data, baseline, sources, tables), indent=2, allow_nan=False))
+        print(json.dumps(_json(args, data, baseline, sources, tables, int(empty.sum())), indent=2, allow_nan=False))
     else:
         _print_text(args, data, baseline, sources, tables)
+        if note:
+            print(f"\n* {note}")
         if args.report is not None:
             print(f"\nwrote report to {args.report}")
     return 0

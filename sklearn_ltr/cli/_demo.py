@@ -36,7 +36,9 @@ from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._clicks import simulate_sessions
 from sklearn_ltr.cli._data_files import RankingFile, align_features, read_ranking
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model
+from sklearn_ltr.cli._metrics import empty_queries as empty_mask
+from sklearn_ltr.cli._metrics import empty_query_note, metric_values, parse_metrics
+from sklearn_ltr.cli._models import CLI_DEFAULTS, MODELS, estimator_errors, fit_model
 
 __all__ = ["demo_models", "run_demo"]
 
@@ -52,9 +54,9 @@ def demo_models(quick=False):
     epochs = 8 if quick else 30
     neural = {"max_epochs": epochs, "n_iter_no_change": 5, "device": "cpu"}
     tower = {"hidden_sizes": (64, 32), "lr": 2e-3, **neural}
+    # LambdaMART as train trains it (its CLI_DEFAULTS); --quick: fewer, larger steps.
     return [
-        ("LambdaMARTRanker", "lambdamart",
-         {"n_estimators": 100 if quick else 300, "learning_rate": 0.05, "num_leaves": 15}, False),
+        ("LambdaMARTRanker", "lambdamart", {"n_estimators": 100, "learning_rate": 0.05} if quick else {}, False),
         ("RankNetRanker", "ranknet", tower, False),
         ("DASALCRanker", "dasalc", {"hidden_size": 128, "n_attention_layers": 1, "n_heads": 2, "head_size": 32,
                                     "dropout": 0.2, "noise_std": 0.5, "attention_dropout": 0.0, **neural}, False),
@@ -99,23 +101,32 @@ def _read_fold(data_dir):
                            f"the demo needs graded labels (it also simulates clicks from them).")
     # A sparse file may end before the others' last features: pad every part to the widest.
     n_features = max(part.X.shape[1] for part in (train, vali, test) if part is not None)
-    train, test = align_features(train, n_features), align_features(test, n_features)
+    widest = max((p for p in (train, vali, test) if p is not None), key=lambda p: p.X.shape[1])
+    against = f"{os.path.basename(widest.path)} of --data {data_dir!r}"
+    train, test = (align_features(p, n_features, against=against) for p in (train, test))
     if vali is not None:
-        vali = align_features(vali, n_features)
-    parts = ", ".join(f"{name} {p.n_queries} queries / {len(p.y):,} rows" for name, p in
-                      (("train", train), ("validation", vali), ("test", test)) if p is not None)
+        vali = align_features(vali, n_features, against=against)
+    present = [(name, p) for name, p in (("train", train), ("validation", vali), ("test", test)) if p is not None]
+    # Each file's own features (its highest index), not the width they are padded to.
+    same = len({p.n_file_features for _, p in present}) == 1
+    parts = ", ".join(f"{name} {p.n_queries} queries / {len(p.y):,} rows"
+                      + ("" if same else f" / {p.n_file_features} features") for name, p in present)
     labels = "-".join(f"{v:g}" for v in (train.y.min(), train.y.max()))
-    return train, vali, test, f"LETOR fold {data_dir}: {n_features} features, labels {labels}; {parts}"
+    features = f"{n_features} features, " if same else ""
+    return train, vali, test, f"LETOR fold {data_dir}: {features}labels {labels}; {parts}"
 
 
-def _metrics(test, scores, label):
-    from sklearn_ltr.metrics import average_precision_score, ndcg_score
+#: The table's metrics.
+_METRICS = "ndcg@1,ndcg@5,ndcg@10,map@10"
 
+
+def _metrics(test, scores, label, empty):
     y, groups = test.y, test.groups
     if not np.isfinite(scores).all():
         raise CLIError(f"{label} scores test rows of the demo as NaN or infinite; do the features hold NaN or huge "
                        f"values?")
-    return (*(ndcg_score(y, scores, groups, k=k) for k in (1, 5, 10)), average_precision_score(y, scores, groups, k=10))
+    metrics = parse_metrics(_METRICS, command="demo")
+    return tuple(metric_values(metrics, y, scores, groups, empty=empty, where=f"the test queries ({label})").values())
 
 
 def _ridge(train, test):
@@ -141,7 +152,8 @@ def _print_table(rows, out):
         print(f"{name:<{width}}  " + "  ".join(f"{v:>7.4f}" for v in values) + f"  {seconds:>7.1f}", file=out)
 
 
-def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=None, threads=None, out=None):
+def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=None, threads=None, out=None,
+             empty_queries="default"):
     """Train the demo's models and print the table; returns ``[(row label, metrics, fit seconds)]``.
 
     Parameters
@@ -160,6 +172,8 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
         LightGBM's ``n_jobs`` (torch's threads are set by the caller).
     out : file, default=None
         Where the table goes; None is standard output.
+    empty_queries : {"default", "zero", "drop"}, default="default"
+        How test queries without a relevant document count (``--empty-queries``).
     """
     out = sys.stdout if out is None else out
     if data_dir is not None:
@@ -175,12 +189,14 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
     print(f"sklearn_ltr demo: {description}.", file=out, flush=True)
     show = _progress.progress_wanted(progress)
     models = demo_models(quick)
-    rows = [("random scores", _metrics(test, np.random.default_rng(seed).normal(size=len(test.y)), "random"), 0.0)]
+    random_scores = np.random.default_rng(seed).normal(size=len(test.y))
+    rows = [("random scores", _metrics(test, random_scores, "random", empty_queries), 0.0)]
     overall = _progress.bar(total=len(models) + 1, desc="demo", enabled=show, unit="model")
     scores, seconds = _ridge(train, test)
-    rows.append(("Ridge regression on labels (pointwise)", _metrics(test, scores, "Ridge regression"), seconds))
+    rows.append(("Ridge regression on labels (pointwise)", _metrics(test, scores, "Ridge regression", empty_queries),
+                 seconds))
     overall.update()
-    clicks = None
+    clicks, settings = None, []
     for label, name, params, on_clicks in models:
         if on_clicks and clicks is None:
             clicks = simulate_sessions(train.X, train.y.astype(np.int64), train.groups, sessions=sessions,
@@ -190,8 +206,9 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
                                       threads=threads, progress=show, desc=label)
         with estimator_errors(f"scoring the test queries with {label}"):
             scores = estimator.predict(test.X, groups=test.groups)
-        values = _metrics(test, scores, label)
+        values = _metrics(test, scores, label, empty_queries)
         rows.append((label, values, report["fit_seconds"]))
+        settings.append(f"  {label}: {report['settings']}")
         if not show:
             print(f"  {label}: {report['fit_seconds']:.1f} s, test NDCG@10 {values[2]:.4f}", file=sys.stderr,
                   flush=True)
@@ -203,5 +220,15 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
              f"{', with early stopping on the validation queries' if vali is not None else ''}. The two models "
              f"'on clicks' never see a label: they train on {clicks.description}, simulated from the training "
              f"labels, and are scored on the true test labels like the others.")
+    note = empty_query_note(parse_metrics(_METRICS, command="demo"), int(empty_mask(test.y, test.groups).sum()),
+                            test.n_queries, empty_queries)
+    if note:
+        notes += f" * Test queries: {note}"
     print("\n" + textwrap.fill(notes, width=100), file=out)
+    own = "; ".join(f"{name} " + ", ".join(f"{k}={v!r}" for k, v in params.items())
+                    for name, params in CLI_DEFAULTS.items())
+    print("\n" + textwrap.fill(f"Settings of each model: the parameters that differ from its class's defaults. "
+                               f"'sklearn-ltr train' uses the class defaults, except its own for {own}.",
+                               width=100), file=out)
+    print("\n".join(settings), file=out)
     return rows

@@ -11,7 +11,7 @@ import warnings
 from sklearn_ltr import _threads
 from sklearn_ltr.cli._data_files import FORMATS
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.cli._metrics import EMPTY_QUERY_RULES
+from sklearn_ltr.cli._metrics import add_empty_queries_option
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 
 __all__ = ["build_parser", "main"]
@@ -46,7 +46,13 @@ cores (--quick: 150 queries, fewer epochs and trees, well under a minute). With 
 a LETOR fold (train.txt, test.txt, optional vali.txt). Models early-stop on the validation
 queries. TwoTowerDebiasedRanker trains on clicks simulated from the training labels (several
 sessions per query, position-based model, examination 1/position) and is scored on the
-true test labels, beside RankNetRanker trained on the same clicks without positions."""
+true test labels, beside RankNetRanker trained on the same clicks without positions.
+
+LambdaMART and RankNet train with train's defaults; DASALC and SetRank with smaller settings than
+train's (their constructors' defaults), so that the demo stays short. The table ends with the
+settings of every model.
+Queries of the test set without a relevant document count as --empty-queries says (a
+footnote gives their number)."""
 
 _TRAIN = """\
 Train a ranker on a ranking data file and save it, with what predict needs, as a joblib file
@@ -59,9 +65,22 @@ needs none), so raw LETOR features work; the saved estimator is then a scikit-le
 Pipeline whose last step, 'ranker', is the ranker. --param sets the ranker's constructor
 parameters (see its docstring, e.g. python -c "help('sklearn_ltr.RankNetRanker')").
 
+Rankers train with their constructor's defaults (see their docstrings) except where the
+command line has its own, chosen on five LETOR folds of MQ2008 and OHSUMED: lambdamart
+n_estimators=300, learning_rate=0.02, num_leaves=15 (LightGBM's learning rate 0.1 stopped after
+a few trees on them), ranknet lr=0.002, max_epochs=30. After training, a 'settings:' line shows
+every parameter that differs from the constructor's defaults, as a Python call of the ranker.
+
 With --valid, the validation file's NDCG@10 is reported, and used for early stopping:
 lambdamart stops after early_stopping_rounds (default 50) rounds without improvement;
 neural models after n_iter_no_change (default 5) epochs, restoring the best epoch.
+The reported NDCG@10 counts queries without a relevant document as --empty-queries says
+(default 1, LightGBM's convention), with a footnote saying how many there are; early stopping
+does not depend on it (such queries add the same amount to every round's NDCG).
+
+The header gives each file's own rows, queries and features (its highest feature index); a
+sparse file that ends before the other is padded with zeros, and one that ends far below it
+(at or below three quarters of its features) is warned about.
 
 two-tower learns relevance from clicks: the training labels must be clicks (0/1), each
 query's rows in the order they were shown (the display position of a row is its 1-based
@@ -84,7 +103,9 @@ its query. The file may have fewer features than the training file (sparse files
 trailing zeros) but not more. Models that score a row within its list (dasalc, setrank)
 need the query ids; the others can score LightGBM files without a .query file. NaN scores are
 refused, and --out must not be the model or the data file. A ranker (or Pipeline) saved from
-Python with joblib.dump, or skops.io.dump to a .skops file, is a model file too.
+Python with joblib.dump, or skops.io.dump to a .skops file, is a model file too. A file whose
+highest feature index is at most three quarters of the model's features gets a one-line
+warning (naming both): is it truncated, or of another feature set?
 
 Loading a model file unpickles it, which runs code stored in the file: load model files only
 from sources you trust. A .skops file loads only if it holds no types but sklearn_ltr's own and
@@ -96,8 +117,13 @@ train (--model) or of scores from any ranker (--scores FILE, one per row in file
 e.g. written by predict). Metrics (--metrics, comma-separated, case-insensitive):
 ndcg[@k], dcg[@k], map[@k], precision@k (p@k), mrr[@k], err[@k]. NDCG uses the
 exponential gain 2**label - 1; NDCG and MAP score a query without a relevant document 1
-(LightGBM's convention); tied scores share their gain in NDCG and DCG, and are ranked in
-file order by the other metrics.
+(LightGBM's convention), the other metrics 0, unless --empty-queries says zero (0 in every
+metric) or drop (left out); a footnote says how many such queries there are. Tied scores
+share their gain in NDCG and DCG, and are ranked in file order by the other metrics.
+
+The header gives the file's own rows, queries and features (its highest feature index, and
+the model's count when it is padded to it); a file that ends at or below three quarters of
+the model's features is warned about on standard error.
 
 Loading a model file (--model) unpickles it, which runs code stored in the file: load model
 files only from sources you trust."""
@@ -149,6 +175,7 @@ def build_parser():
     demo.add_argument("--quick", action="store_true", help="fewer queries, epochs and trees: a smoke run")
     demo.add_argument("--seed", type=int, default=0, help="seed of the data, its split, the clicks and the models "
                                                            "(default 0)")
+    add_empty_queries_option(demo)
     _add_threads(demo, 1, "default 1: the demo's models are small, and one thread is fastest on a shared CPU")
     _add_progress(demo)
     _add_common(demo, data_format=False)
@@ -171,6 +198,7 @@ def build_parser():
                        help="with --valid, only report its NDCG@10; train for the full budget")
     train.add_argument("--seed", type=int, default=0, help="random_state of the ranker and of the click simulation "
                                                             "(default 0; --param random_state overrides it)")
+    add_empty_queries_option(train)
     clicks = train.add_argument_group("two-tower clicks")
     clicks.add_argument("--positions", metavar="FILE",
                         help="display position (1-based rank) of every training row, one per line")
@@ -200,9 +228,7 @@ def build_parser():
     evaluate.add_argument("--data", required=True, metavar="FILE", help="labelled data file")
     evaluate.add_argument("--metrics", default="ndcg@1,ndcg@5,ndcg@10,map@10", metavar="LIST",
                           help="comma-separated metrics (default ndcg@1,ndcg@5,ndcg@10,map@10)")
-    evaluate.add_argument("--empty-queries", choices=list(EMPTY_QUERY_RULES), default="default",
-                          help="queries with no relevant document: each metric's convention (default: 1 in NDCG and "
-                               "MAP, 0 in the others), 0 in every metric, or left out (drop)")
+    add_empty_queries_option(evaluate)
     evaluate.add_argument("--json", action="store_true", help="print the results as JSON")
     _add_common(evaluate)
 
@@ -248,7 +274,7 @@ def _run(args):
         warnings.simplefilter("error", TrainingInterruptedWarning)
         if args.command == "demo":
             _demo.run_demo(data_dir=args.data, n_queries=args.queries, quick=args.quick, seed=args.seed,
-                           progress=args.progress, threads=args.threads)
+                           progress=args.progress, threads=args.threads, empty_queries=args.empty_queries)
             return 0
         if args.command == "compare":  # cli/_compare.py
             from sklearn_ltr.cli._compare import compare
@@ -303,6 +329,7 @@ def main(argv=None):
     ...     evaluated = main(["evaluate", "--model", model, "--data", data, "--metrics", "ndcg@10"])
     train ... rows, 30 queries, 5 features
     trained lambdamart (LambdaMARTRanker) in ... s (rounds 10)
+    settings: LambdaMARTRanker(learning_rate=0.02, n_estimators=10, n_jobs=1, num_leaves=15, random_state=0); ...
     NDCG@10: train 0...
     saved model to ...
     ...

@@ -7,6 +7,8 @@ Every value is the mean over queries with the library's defaults: exponential ga
 query without a relevant document (an *empty* query) scores 1 in NDCG and MAP (LightGBM's
 convention) and 0 in the other metrics. ``--empty-queries zero`` counts empty queries as 0 in
 every metric, ``drop`` leaves them out of every mean; the output says how many there are.
+``evaluate`` and ``compare`` take the option alike (:func:`add_empty_queries_option`) and print the
+same footnote (:func:`empty_query_note`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import numpy as np
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.metrics import Metric, parse_metric
 
-__all__ = ["EMPTY_QUERY_RULES", "EvaluatedMetric", "empty_queries", "empty_query_note", "parse_metrics"]
+__all__ = [
+    "EMPTY_QUERY_RULES", "EvaluatedMetric", "add_empty_queries_option", "empty_queries", "empty_query_note",
+    "metric_values", "parse_metrics",
+]
 
 #: ``--empty-queries`` choices: how a query without a relevant document counts in a mean.
 EMPTY_QUERY_RULES = {
@@ -28,17 +33,31 @@ EMPTY_QUERY_RULES = {
 }
 
 
+def add_empty_queries_option(parser):
+    """The ``--empty-queries`` option of every command that reports metrics: one spelling, one meaning."""
+    parser.add_argument("--empty-queries", choices=list(EMPTY_QUERY_RULES), default="default",
+                        help="queries with no relevant document: each metric's convention (default: 1 in NDCG and "
+                             "MAP, 0 in the others), 0 in every metric, or left out (drop)")
+
+
 def empty_queries(y_true, groups):
     """Boolean mask, one entry per query in sorted query-id order: True where no label is above 0."""
     _, codes = np.unique(groups, return_inverse=True)
     return np.bincount(codes, weights=(np.asarray(y_true) > 0).astype(np.float64)) == 0
 
 
-def empty_query_note(metrics, n_empty, n_queries, rule):
-    """The footnote of ``evaluate``'s table: how many queries are empty, and how each metric counted them."""
-    if n_empty == 0:
+def empty_query_note(metrics, n_empty, n_queries, rule, *, counts=None):
+    """The footnote of a metrics report: how many queries are empty, and how each metric counted them.
+
+    ``counts``, ``[(file label, n_empty, n_queries)]``, describes several files at once (``train``'s
+    training and validation files); then ``n_empty`` and ``n_queries`` are ignored. None when no
+    query is empty.
+    """
+    counts = [("", n_empty, n_queries)] if counts is None else [c for c in counts if c[1]]
+    if not any(n for _, n, _ in counts):
         return None
-    head = f"{n_empty:,} of {n_queries:,} queries have no relevant document (label > 0)"
+    head = " and ".join(f"{n:,} of {total:,}{' ' + label if label else ''} queries" for label, n, total in counts)
+    head += " have no relevant document (label > 0)"
     if rule == "zero":
         return f"{head}: counted as 0 in every metric (--empty-queries zero)."
     if rule == "drop":
@@ -47,7 +66,7 @@ def empty_query_note(metrics, n_empty, n_queries, rule):
     zeros = [m.label for m in metrics if (m.metric.empty_value or 0) != 1]
     parts = []
     if ones:
-        parts.append(f"{', '.join(ones)} count them as 1 (LightGBM's convention)")
+        parts.append(f"{', '.join(ones)} count{'s' if len(ones) == 1 else ''} them as 1 (LightGBM's convention)")
     if zeros:
         parts.append(f"{', '.join(zeros)} as 0")
     return f"{head}: {' and '.join(parts)}; --empty-queries zero or drop treats every metric alike."
@@ -70,6 +89,22 @@ class EvaluatedMetric:
         """Display name, e.g. ``NDCG@10``."""
         return self.metric.label if self.k is None else f"{self.metric.label}@{self.k}"
 
+    def options(self, empty="default"):
+        """Keyword options of the metric that apply rule ``empty`` of :data:`EMPTY_QUERY_RULES` (``drop`` aside).
+
+        ``zero`` sets ``empty_value=0.0`` where the metric has that option; a metric without
+        it must already score an empty query 0 (DCG, precision, MRR, ERR do), else a ValueError.
+        """
+        options = {"k": self.k} if self.metric.takes_k else {}
+        if empty == "zero":
+            if "empty_value" in self.metric.options:
+                options["empty_value"] = 0.0
+            elif (self.metric.empty_value or 0) != 0:
+                raise ValueError(f"{self.label} scores a query without a relevant document "
+                                 f"{self.metric.empty_value:g} and has no empty_value option: --empty-queries zero "
+                                 f"cannot apply to it; use default or drop")
+        return options
+
     def __call__(self, y_true, y_score, groups, *, empty="default"):
         """The mean over queries; ``empty`` is a rule of :data:`EMPTY_QUERY_RULES`."""
         cutoff = {"k": self.k} if self.metric.takes_k else {}
@@ -84,6 +119,23 @@ class EvaluatedMetric:
             if values.size == 0:
                 raise ValueError("every query is empty (no label above 0): --empty-queries drop leaves none")
         return float(np.mean(values))
+
+
+def metric_values(metrics, y_true, y_score, groups, *, empty, where):
+    """``{metric: mean}`` of :class:`EvaluatedMetric` entries under rule ``empty``; a CLIError names ``where``.
+
+    The metrics validate the labels (finite, non-negative, ...): their ValueError is a user error.
+    """
+    values = {}
+    for metric in metrics:
+        try:
+            values[metric] = metric(y_true, y_score, groups, empty=empty)
+        except ValueError as err:
+            raise CLIError(f"cannot compute {metric.label} on {where}: {err}") from err
+        if not np.isfinite(values[metric]):
+            raise CLIError(f"{metric.label} on {where} is {values[metric]} (labels up to {np.max(y_true):g}: too "
+                           f"large for the gain 2**label - 1?).")
+    return values
 
 
 def parse_metrics(text, *, command="evaluate"):

@@ -16,6 +16,12 @@ features (counts, BM25 scores, PageRank) as well as on normalised ones. With pre
 the fitted model is a :class:`~sklearn.pipeline.Pipeline` whose last step, ``ranker``, is
 the ranker; ``--param`` values always set parameters of the ranker.
 
+The command line trains a ranker with its constructor's defaults, except where
+:data:`CLI_DEFAULTS` sets its own (LambdaMART's and RankNet's, chosen on five LETOR folds of
+MQ2008 and OHSUMED: ``benchmarks/results/cli_defaults.md``); ``--param`` overrides either. ``train``
+prints the settings it used in one line (:func:`describe_settings`): the parameters that
+differ from the constructor's defaults, as a call of the class.
+
 A validation file is used where the ranker supports it: LambdaMART gets it as ``eval_set``
 and, with early stopping, stops when its NDCG@10 has not improved for
 ``early_stopping_rounds`` rounds (50 unless set; ``eval_at`` defaults to ``(10,)``); a
@@ -38,7 +44,8 @@ from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._errors import CLIError
 
 __all__ = [
-    "ESTIMATOR_ERRORS", "MODELS", "PREPROCESSING", "ModelSpec", "estimator_errors", "fit_model", "settable_params",
+    "CLI_DEFAULTS", "ESTIMATOR_ERRORS", "MODELS", "PREPROCESSING", "ModelSpec", "describe_settings",
+    "estimator_errors", "fit_model", "settable_params",
 ]
 
 #: What the estimators' ``fit`` and ``predict`` raise for a value the user gave, reported as a user
@@ -60,6 +67,17 @@ ESTIMATOR_ERRORS = (ValueError, TypeError, OverflowError, MemoryError)
 
 #: Patience of LambdaMART's early stopping on ``--valid`` when ``early_stopping_rounds`` is not given.
 LAMBDAMART_PATIENCE = 50
+
+#: ``--model`` -> ranker parameters the command line sets unless ``--param`` does. LambdaMART: a
+#: smaller learning rate than LightGBM's 0.1, which on small LETOR sets stops after a few trees
+#: (best iteration 2 on MQ2008 fold 1), and 300 trees, which early stopping never reached there
+#: and which scored best without --valid. RankNet: the demo's learning rate and epoch budget,
+#: which beat the class's (lr 1e-3, 20 epochs) on both data sets. Measured over the five folds of
+#: MQ2008 and OHSUMED: benchmarks/results/cli_defaults.md (bench_cli_defaults.py).
+CLI_DEFAULTS = {
+    "lambdamart": {"n_estimators": 300, "learning_rate": 0.02, "num_leaves": 15},
+    "ranknet": {"lr": 2e-3, "max_epochs": 30},
+}
 
 #: Ranker parameters that ``--param`` cannot set (Python objects, not values).
 _NOT_SETTABLE = frozenset({"callbacks", "client"})
@@ -124,6 +142,29 @@ PREPROCESSING = ("none", "standardize", "log1p-standardize")
 def settable_params(spec):
     """``{name: default}`` of the parameters ``--param`` accepts for ``spec``: the ranker's constructor's."""
     return {key: value for key, value in spec.cls().get_params(deep=False).items() if key not in _NOT_SETTABLE}
+
+
+def _shown(value):
+    return f"{value.__name__}" if isinstance(value, type) else repr(value)
+
+
+def describe_settings(ranker):
+    """One line: the ranker as a call of its class with the parameters that differ from the class's defaults.
+
+    ``callbacks`` is left out (the command line's own are removed after training).
+    """
+    defaults = type(ranker)().get_params(deep=False)
+    changed = {key: value for key, value in ranker.get_params(deep=False).items()
+               if key != "callbacks" and not _same(value, defaults.get(key, object()))}
+    arguments = ", ".join(f"{key}={_shown(value)}" for key, value in sorted(changed.items()))
+    return f"{type(ranker).__name__}({arguments}); every other parameter at its default"
+
+
+def _same(a, b):
+    try:
+        return bool(a == b) if type(a) is type(b) or {type(a), type(b)} <= {int, float} else False
+    except Exception:  # an array or an object without a plain ==: shown as set
+        return False
 
 
 def _preprocessing_steps(kind):
@@ -220,7 +261,7 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
     ----------
     spec : ModelSpec
     params : dict
-        Ranker parameters (``--param``); ``random_state`` defaults to ``seed``.
+        Ranker parameters (``--param``), over :data:`CLI_DEFAULTS`; ``random_state`` defaults to ``seed``.
     train : object with ``X``, ``y``, ``groups`` (and ``positions`` for the two-tower model)
     valid : object with ``X``, ``y``, ``groups``, default=None
         Validation rows (see the module docstring).
@@ -240,7 +281,8 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
     estimator : ranker or Pipeline
         Fitted; ``estimator.predict(X, groups=groups)`` scores rows.
     report : dict
-        ``fit_seconds``, the ``preprocessing`` used, and the epochs or boosting rounds run.
+        ``fit_seconds``, the ``preprocessing`` used, the epochs or boosting rounds run, and
+        ``settings``, the ranker's parameters (:func:`describe_settings`).
 
     Raises
     ------
@@ -252,7 +294,7 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
 
     kind = spec.preprocessing if preprocessing == "auto" else preprocessing
     steps = _preprocessing_steps(kind)
-    defaults = {"random_state": seed}
+    defaults = {**CLI_DEFAULTS.get(spec.name, {}), "random_state": seed}
     if threads is not None and not spec.neural:
         defaults["n_jobs"] = threads
     start = time.perf_counter()
@@ -273,5 +315,6 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
                                  progress=progress, desc=desc, name=spec.name)
     report["fit_seconds"] = time.perf_counter() - start
     report["preprocessing"] = kind
+    report["settings"] = describe_settings(ranker)
     estimator = Pipeline([*steps, ("ranker", ranker)]) if steps else ranker
     return estimator, report

@@ -113,20 +113,45 @@ def _figure_size(n):
     return (_PANEL[0] * columns, _PANEL[1] * rows + 0.5)
 
 
-def _draw_differences(fig, tables, j, baseline_name):
-    """Panel per metric: system ``j``'s per-query differences from the baseline, sorted, as bars."""
+def _check_empty(empty_queries, tables):
+    """``empty_queries`` as a boolean array of one entry per query of every table, or None."""
+    if empty_queries is None:
+        return None
+    empty = np.asarray(empty_queries)
+    if empty.dtype != bool or empty.ndim != 1:
+        raise ValueError(f"empty_queries must be a 1-D boolean array, one entry per query compared; got an array of "
+                         f"dtype {empty.dtype} and shape {empty.shape}.")
+    for table in tables:
+        if table.n_queries != empty.size:
+            raise ValueError(f"empty_queries has {empty.size} entries, but the {_label(table)} table compares "
+                             f"{table.n_queries} queries; give one entry per query, in the tables' query order.")
+    return empty if empty.any() else None
+
+
+def _draw_differences(fig, tables, j, baseline_name, empty=None):
+    """Panel per metric: system ``j``'s per-query differences from the baseline, sorted, as bars.
+
+    Queries without a relevant document (``empty``) are left out of the bars and of the
+    better/worse/tied counts: no ranking changes their value, so every system scores them
+    alike by convention, which is no tie between the rankings.
+    """
     system = str(tables[0][j].system)
     for ax, table in zip(_grid(fig, len(tables)), tables, strict=True):
-        d = np.sort(table.values[j] - table.baseline_values)[::-1]
+        every = table.values[j] - table.baseline_values
+        d = np.sort(every if empty is None else every[~empty])[::-1]
         colors = np.where(d > 0, _BETTER, np.where(d < 0, _WORSE, _TIED))
         x = np.arange(d.size)
         ax.bar(x, d, width=1.0, color=colors, linewidth=0)
         ax.axhline(0.0, color="#343a40", linewidth=0.8)
-        ax.axhline(d.mean(), color=_MEAN, linestyle="--", linewidth=1.2, label=f"mean {d.mean():+.4f}")
+        # The mean of the table (every query compared), so that the line and the table agree.
+        over = "" if empty is None else f" (all {every.size})"
+        ax.axhline(every.mean(), color=_MEAN, linestyle="--", linewidth=1.2, label=f"mean{over} {every.mean():+.4f}")
         better, worse = int((d > 0).sum()), int((d < 0).sum())
-        ax.set_title(f"{_label(table)}: {better} better, {worse} worse, {d.size - better - worse} tied",
-                     fontsize=10)
-        ax.set_xlim(-0.5, d.size - 0.5)
+        title = f"{_label(table)}: {better} better, {worse} worse, {d.size - better - worse} tied"
+        if empty is not None:
+            title += f"\n({int(empty.sum())} without a relevant document left out)"
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(-0.5, max(d.size, 1) - 0.5)
         ax.set_xlabel(f"{d.size} queries, sorted by difference", fontsize=9)
         ax.set_ylabel(f"{_label(table)} difference", fontsize=9)
         ax.tick_params(labelsize=8)
@@ -162,14 +187,14 @@ def _draw_distributions(fig, tables, baseline_name):
     fig.suptitle("Distribution of the per-query values", fontsize=12)
 
 
-def _draw_all(new_figure, tables, baseline_name):
+def _draw_all(new_figure, tables, baseline_name, empty=None):
     """``[(kind, system, figure)]``: a difference figure per system, then the distributions."""
     size = _figure_size(len(tables))
     size_distributions = (size[0], size[1] + 0.25 * len(tables[0]))
     drawn = []
     for j, result in enumerate(tables[0]):
         fig = new_figure(size)
-        _draw_differences(fig, tables, j, baseline_name)
+        _draw_differences(fig, tables, j, baseline_name, empty)
         drawn.append(("differences", result.system, fig))
     fig = new_figure(size_distributions)
     _draw_distributions(fig, tables, baseline_name)
@@ -177,7 +202,7 @@ def _draw_all(new_figure, tables, baseline_name):
     return drawn
 
 
-def plot_comparison(tables, *, baseline_name="baseline"):
+def plot_comparison(tables, *, baseline_name="baseline", empty_queries=None):
     """Draw the figures of a comparison with matplotlib's pyplot: per-query differences and distributions.
 
     One figure per system compared with the baseline, with a panel per metric: the
@@ -192,6 +217,12 @@ def plot_comparison(tables, *, baseline_name="baseline"):
         metric, or for several metrics of the same systems in the same order.
     baseline_name : str, default="baseline"
         The baseline's name in titles and labels.
+    empty_queries : array-like of bool, default=None
+        One entry per query compared (in the tables' query order: sorted query ids for
+        :func:`compare_rankings`), True for a query without a relevant document. Every
+        system scores such a query alike by the metric's convention (1 for NDCG and MAP, 0
+        for MRR, ...), so the difference figures leave these queries out and count them
+        apart, never as ties; the means and box plots keep them, as the tables do.
 
     Returns
     -------
@@ -205,7 +236,8 @@ def plot_comparison(tables, *, baseline_name="baseline"):
     ImportError
         When matplotlib is not installed (``pip install 'sklearn-ltr[benchmark]'``).
     ValueError
-        When ``tables`` is empty, lacks per-query values or holds tables of different systems.
+        When ``tables`` is empty, lacks per-query values or holds tables of different systems,
+        or ``empty_queries`` is not one boolean per query compared.
 
     See Also
     --------
@@ -225,9 +257,10 @@ def plot_comparison(tables, *, baseline_name="baseline"):
     >>> plt.close("all")
     """
     tables = _as_tables(tables)
+    empty = _check_empty(empty_queries, tables)
     plt = import_optional("matplotlib.pyplot", "plot_comparison")
     return [fig for _, _, fig in _draw_all(lambda size: plt.figure(figsize=size, layout="constrained"),
-                                           tables, baseline_name)]
+                                           tables, baseline_name, empty)]
 
 
 def _png(fig):
@@ -297,11 +330,23 @@ def _settings(table, baseline_name, alpha):
     return text + f"<b>*</b> marks p &lt; {alpha:g}{' after correction' if table.correction else ''}."
 
 
-def _page(tables, baseline_name, title, description, alpha):
+def _empty_note(tables, empty):
+    """The footnote on queries without a relevant document: how many, how the tables count them, the plots."""
+    counted = []
+    for table in tables:
+        values = np.unique(table.baseline_values[empty])
+        counted.append(f"{_label(table)} {values[0]:g}" if values.size == 1 else f"{_label(table)} as it defines")
+    return (f"The difference plots leave out the {int(empty.sum()):,} of {empty.size:,} queries that have no "
+            f"relevant document (no label above 0): every system scores them alike, by the metric's convention "
+            f"({', '.join(counted)} in the tables), so they are neither better, worse nor tied.")
+
+
+def _page(tables, baseline_name, title, description, alpha, *, empty_queries=None, note=None):
     """The HTML page, as a str, after checking the arguments."""
     tables = _as_tables(tables)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
+    empty = _check_empty(empty_queries, tables)
     first = tables[0]
     parts = [f"<h1>{html.escape(title)}</h1>"]
     if description:
@@ -314,8 +359,12 @@ def _page(tables, baseline_name, title, description, alpha):
         parts.append("</section>")
     parts.append('<p class="note">Differences are <i>system &minus; baseline</i> over the same queries: a positive '
                  "difference means the system scores higher.</p>")
+    if empty is not None:
+        parts.append(f'<p class="note empty-queries">{html.escape(_empty_note(tables, empty))}</p>')
+    if note:
+        parts.append(f'<p class="note">{html.escape(note)}</p>')
     figure = import_optional("matplotlib.figure", _WHAT).Figure
-    drawn = _draw_all(lambda size: figure(figsize=size, layout="constrained"), tables, baseline_name)
+    drawn = _draw_all(lambda size: figure(figsize=size, layout="constrained"), tables, baseline_name, empty)
     parts.append('<section class="figures"><h2>Per-query differences from the baseline</h2>')
     for kind, system, fig in drawn:
         if kind == "distributions":
@@ -341,7 +390,7 @@ def _page(tables, baseline_name, title, description, alpha):
 
 
 def write_comparison_report(tables, path, *, baseline_name="baseline", title="Ranker comparison",
-                            description=None, alpha=0.05):
+                            description=None, alpha=0.05, empty_queries=None, note=None):
     """Write a comparison of rankers as one self-contained HTML page.
 
     The page holds, for each metric, the table of :func:`compare_rankings`: every system's
@@ -370,6 +419,13 @@ def write_comparison_report(tables, path, *, baseline_name="baseline", title="Ra
     alpha : float, default=0.05
         Significance level: p-values below it are marked (the corrected ones when there
         is a correction).
+    empty_queries : array-like of bool, default=None
+        One entry per query compared, True for a query without a relevant document: the
+        difference figures leave these out rather than count them as ties (see
+        :func:`plot_comparison`), and a footnote says how many there are and how each
+        table counts them.
+    note : str or None, default=None
+        A footnote under the tables, e.g. the convention the values were computed with.
 
     Raises
     ------
@@ -377,7 +433,8 @@ def write_comparison_report(tables, path, *, baseline_name="baseline", title="Ra
         When matplotlib is not installed (``pip install 'sklearn-ltr[benchmark]'``).
     ValueError
         When ``tables`` is empty, lacks per-query values or holds tables of different
-        systems, or ``alpha`` is not in (0, 1).
+        systems, ``alpha`` is not in (0, 1), or ``empty_queries`` is not one boolean per
+        query compared.
     OSError
         When the file cannot be written; a previous file is then left as it was.
 
@@ -403,5 +460,6 @@ def write_comparison_report(tables, path, *, baseline_name="baseline", title="Ra
     >>> page.count('<figure class="differences"'), "http" in page
     (1, False)
     """
-    page = _page(tables, baseline_name, title, description, alpha).encode("utf-8")
+    page = _page(tables, baseline_name, title, description, alpha, empty_queries=empty_queries,
+                 note=note).encode("utf-8")
     write_atomically(path, lambda f: f.write(page))
