@@ -195,7 +195,8 @@ def test_auto_batch_size_by_hand(monkeypatch):
     monkeypatch.setattr(_memory, "available_memory", lambda device: None)
     assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 220
     monkeypatch.setattr(_memory, "available_memory", lambda device: int(100.5 * per_list / _memory.MEMORY_FRACTION))
-    assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 100
+    # 100 fit: 5 batches of 440 queries, evened out to 88 each (not 4 x 100 and a last one of 40).
+    assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 88
     # Lists cut to 200 documents: 3.95 times as many fit (half the linear term, a quarter of [L, L]): 397 > 220.
     assert _memory.auto_batch_size(sizes=sizes, max_list_length=200, quadratic=2, linear=10, device="cpu") == 220
     assert _memory.auto_batch_size(sizes=sizes, max_list_length=100, quadratic=2, linear=10, device="cpu") == 220
@@ -203,7 +204,9 @@ def test_auto_batch_size_by_hand(monkeypatch):
     assert _memory.auto_batch_size(sizes=np.full(100_000, 5), max_list_length=None, quadratic=2, linear=10,
                                    device="cpu") == _memory.AUTO_BATCH_CAP
     assert _memory.auto_batch_size(sizes=np.full(11, 5), max_list_length=None, quadratic=2, linear=10,
-                                   device="cpu") == 5
+                                   device="cpu") == 4  # 5, 5 and 1 evened out to 4, 4 and 3
+    assert _memory.auto_batch_size(sizes=np.full(471, 5), max_list_length=None, quadratic=2, linear=10,
+                                   device="cpu") == 157  # MQ2008 Fold 1: 235, 235 and 1 would be 3 batches
     assert _memory.auto_batch_size(sizes=np.full(1, 5), max_list_length=None, quadratic=2, linear=10,
                                    device="cpu") == 1
     monkeypatch.setattr(_memory, "available_memory", lambda device: 1)

@@ -241,7 +241,9 @@ def auto_batch_size(*, sizes, max_list_length, quadratic, linear, device):
     batch is the largest whose estimate (its lists padded to the longest training list, as the
     batch of the longest lists is) fits in :data:`MEMORY_FRACTION` of the memory available on
     ``device`` now; at least 1 (:func:`check_training_memory` then refuses a list too long for
-    memory, with the fix).
+    memory, with the fix). The size is then lowered to ``ceil(n_queries / n_batches)`` for the
+    same number of batches, so that the last batch of an epoch is not left near-empty (471
+    queries: 3 batches of 157, not 235, 235 and 1).
 
     Parameters
     ----------
@@ -254,16 +256,20 @@ def auto_batch_size(*, sizes, max_list_length, quadratic, linear, device):
     device : str or torch.device
         Where training runs.
     """
-    cap = max(1, min(AUTO_BATCH_CAP, len(sizes) // AUTO_MIN_BATCHES))
-    if len(sizes) == 0:
-        return cap
+    n_queries = len(sizes)
+    batch = max(1, min(AUTO_BATCH_CAP, n_queries // AUTO_MIN_BATCHES))
+    if n_queries == 0:
+        return batch
     longest = int(max(sizes))
     length = longest if max_list_length is None else min(longest, int(max_list_length))
     free = available_memory(device)
-    if free is None:
-        return cap
-    per_list = batch_bytes(1, length, quadratic=quadratic, linear=linear)
-    return max(1, min(cap, int(MEMORY_FRACTION * free // per_list)))
+    if free is not None:
+        per_list = batch_bytes(1, length, quadratic=quadratic, linear=linear)
+        batch = max(1, min(batch, int(MEMORY_FRACTION * free // per_list)))
+    # As many batches as that size needs, of even sizes: no near-empty last batch. 235 queries
+    # a batch left one query over on MQ2008's 471, and that batch of one cost 0.025 NDCG@10.
+    n_batches = -(-n_queries // batch)
+    return -(-n_queries // n_batches)
 
 
 def _longest_fitting(n_lists, quadratic, linear, budget):
