@@ -48,15 +48,15 @@ MEMORY_FRACTION = 0.8
 _FLOAT_BYTES = 4
 
 #: Training activations per document per unit of declared width, by device type: CPU peaks
-#: (resident memory: the CPU dropout masks and the allocator's slack included; 5 keeps every
-#: measured CPU peak within 0.57 to 0.97 of the estimate) against CUDA peaks
+#: (resident memory: the CPU dropout masks and the allocator's slack included; with 5 every
+#: CPU peak of ``results/training_memory_cpu.md`` is 0.55 to 0.93 of the estimate) against CUDA peaks
 #: (``max_memory_allocated``, 2.0 to 2.5 measured on an H200, rounded up).
 _ACTIVATION_FACTOR = {"cpu": 5, "cuda": 3}
 
 #: ``batch_size="auto"``: at most this many queries per batch, and at least ``AUTO_MIN_BATCHES``
 #: batches per epoch (see :func:`auto_batch_size`). DASALC's MQ2008 NDCG@10 stayed within the
-#: seeds' spread of the best from 8 to 256 queries a batch (2 batches an epoch):
-#: ``benchmarks/results/batch_size_cpu.md``.
+#: seeds' spread from 8 to 471 queries a batch; 256 is the largest size measured with two
+#: batches an epoch (``benchmarks/results/batch_size_cpu.md``).
 AUTO_BATCH_CAP = 256
 AUTO_MIN_BATCHES = 2
 
