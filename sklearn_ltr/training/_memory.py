@@ -48,15 +48,15 @@ MEMORY_FRACTION = 0.8
 _FLOAT_BYTES = 4
 
 #: Training activations per document per unit of declared width, by device type: CPU peaks
-#: (resident memory: the CPU dropout masks and the allocator's slack included; 5 keeps every
-#: measured CPU peak within 0.57 to 0.97 of the estimate) against CUDA peaks
+#: (resident memory: the CPU dropout masks and the allocator's slack included; with 5 every
+#: CPU peak of ``results/training_memory_cpu.md`` is 0.55 to 0.93 of the estimate) against CUDA peaks
 #: (``max_memory_allocated``, 2.0 to 2.5 measured on an H200, rounded up).
 _ACTIVATION_FACTOR = {"cpu": 5, "cuda": 3}
 
 #: ``batch_size="auto"``: at most this many queries per batch, and at least ``AUTO_MIN_BATCHES``
 #: batches per epoch (see :func:`auto_batch_size`). DASALC's MQ2008 NDCG@10 stayed within the
-#: seeds' spread of the best from 8 to 256 queries a batch (2 batches an epoch):
-#: ``benchmarks/results/batch_size_cpu.md``.
+#: seeds' spread from 8 to 471 queries a batch; 256 is the largest size measured with two
+#: batches an epoch (``benchmarks/results/batch_size_cpu.md``).
 AUTO_BATCH_CAP = 256
 AUTO_MIN_BATCHES = 2
 
@@ -241,7 +241,9 @@ def auto_batch_size(*, sizes, max_list_length, quadratic, linear, device):
     batch is the largest whose estimate (its lists padded to the longest training list, as the
     batch of the longest lists is) fits in :data:`MEMORY_FRACTION` of the memory available on
     ``device`` now; at least 1 (:func:`check_training_memory` then refuses a list too long for
-    memory, with the fix).
+    memory, with the fix). The size is then lowered to ``ceil(n_queries / n_batches)`` for the
+    same number of batches, so that the last batch of an epoch is not left near-empty (471
+    queries: 3 batches of 157, not 235, 235 and 1).
 
     Parameters
     ----------
@@ -254,16 +256,20 @@ def auto_batch_size(*, sizes, max_list_length, quadratic, linear, device):
     device : str or torch.device
         Where training runs.
     """
-    cap = max(1, min(AUTO_BATCH_CAP, len(sizes) // AUTO_MIN_BATCHES))
-    if len(sizes) == 0:
-        return cap
+    n_queries = len(sizes)
+    batch = max(1, min(AUTO_BATCH_CAP, n_queries // AUTO_MIN_BATCHES))
+    if n_queries == 0:
+        return batch
     longest = int(max(sizes))
     length = longest if max_list_length is None else min(longest, int(max_list_length))
     free = available_memory(device)
-    if free is None:
-        return cap
-    per_list = batch_bytes(1, length, quadratic=quadratic, linear=linear)
-    return max(1, min(cap, int(MEMORY_FRACTION * free // per_list)))
+    if free is not None:
+        per_list = batch_bytes(1, length, quadratic=quadratic, linear=linear)
+        batch = max(1, min(batch, int(MEMORY_FRACTION * free // per_list)))
+    # As many batches as that size needs, of even sizes: no near-empty last batch. 235 queries
+    # a batch left one query over on MQ2008's 471, and that batch of one cost 0.025 NDCG@10.
+    n_batches = -(-n_queries // batch)
+    return -(-n_queries // n_batches)
 
 
 def _longest_fitting(n_lists, quadratic, linear, budget):
