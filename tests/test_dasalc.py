@@ -290,7 +290,13 @@ def test_training_memory_names_attention_and_max_list_length(data, monkeypatch):
 
     X, y, qid = data
     monkeypatch.setattr(_memory, "available_memory", lambda device: 10**6)
-    message = r"self-attention \(1 layers x 2 heads, math attention: \[L, L\] weights per head\).*Set max_list_length="
+    # The attention term is the kernel's: [L, L] weights on CPU (training with attention dropout), linear on CUDA.
+    from sklearn_ltr.training._device import resolve_device
+
+    on_cuda = torch.device(resolve_device(TINY["device"])).type == "cuda"
+    kernel = "memory-efficient attention: linear in the list length" if on_cuda else \
+        r"math attention: \[L, L\] weights per head"
+    message = rf"self-attention \(1 layers x 2 heads, {kernel}\).*Set max_list_length="
     with pytest.raises(MemoryError, match=message):
         DASALCRanker(**TINY, max_epochs=1).fit(X, y, qid)
 
