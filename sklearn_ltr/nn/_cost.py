@@ -143,7 +143,7 @@ def attention_kernel(device_type, dtype, *, mask, dropout, head_size, training=T
         Whether gradients flow through the call.
     enabled : dict, default=None
         ``{"flash", "efficient", "cudnn", "math"} -> bool``: the backends enabled
-        (``None``: :func:`enabled_sdp_backends`).
+        (``None``: ``enabled_sdp_backends()``, the backends torch has enabled now).
     capability : tuple of int, default=None
         ``(major, minor)`` compute capability of the CUDA device (``None``: the current
         device's); ignored on CPU.
@@ -154,7 +154,7 @@ def attention_kernel(device_type, dtype, *, mask, dropout, head_size, training=T
     Returns
     -------
     kernel : {"flash", "efficient", "cudnn", "math"}
-        The kernel that runs; the ones of :data:`FUSED_KERNELS` hold no ``[L, L]`` tensor.
+        The kernel that runs; the ones of ``FUSED_KERNELS`` hold no ``[L, L]`` tensor.
         ``"math"`` also where no backend is usable (PyTorch then raises).
 
     Examples
