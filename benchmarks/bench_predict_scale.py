@@ -116,6 +116,12 @@ def run_one(name, n_queries, one_block):
     }
 
 
+def torch_device(device):
+    import torch
+
+    return torch.device(device)
+
+
 def _sync(device):
     import torch
 
@@ -124,8 +130,13 @@ def _sync(device):
 
 
 def _best(function, device, repeats):
-    """Fastest of ``repeats`` timed runs of ``function`` (after one untimed run), synchronised."""
-    function()
+    """Fastest of ``repeats`` timed runs of ``function``, synchronised; on CUDA after one untimed run.
+
+    The untimed run is for CUDA's lazy start (kernels, allocator); on CPU the runs are long
+    enough without it (at a million documents an attention model takes minutes on 2 cores).
+    """
+    if torch_device(device).type == "cuda":
+        function()
     best = float("inf")
     for _ in range(repeats):
         _sync(device)
