@@ -163,7 +163,7 @@ def speed_row(ranker, X, qid, repeats):
     host = list(_predict.prefetched_blocks(blocks, X, {}, documents, _predict._Transfer("cpu")))
     resident = [dataclasses.replace(block, tensors={k: v.to(device) for k, v in block.tensors.items()})
                 for block in host]
-    batches = [inputs for block in resident for inputs, _ in block.padded_batches()]
+    batches = [inputs for block in resident for inputs, _ in block.device_batches()]
     features = [np.ascontiguousarray(block.tensors["X"].numpy()) for block in host]  # pageable host rows
 
     def run_module():
@@ -173,7 +173,7 @@ def speed_row(ranker, X, qid, repeats):
     def run_host_fed():
         for block, rows in zip(resident, features, strict=True):
             copied = dataclasses.replace(block, tensors={**block.tensors, "X": torch.from_numpy(rows).to(device)})
-            for inputs, _ in copied.padded_batches():
+            for inputs, _ in copied.device_batches():
                 module(inputs["X"], inputs["mask"])
 
     with torch.no_grad():
