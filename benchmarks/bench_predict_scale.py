@@ -218,7 +218,8 @@ def speed(args):
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {load_start:.2f} at the start "
             f"(last column: at the end of each row). Models trained one epoch on {TRAIN_QUERIES} MSLR-shaped "
             f"queries (RankNet 144-144, DASALC and SetRank default), then scoring make_ranking(preset=\"mslr\") "
-            f"sets; best of {args.repeats} warm runs.\n\n`python benchmarks/bench_predict_scale.py --speed "
+            f"sets; best of {args.repeats} runs (on CUDA after an untimed one).\n\n"
+            f"`python benchmarks/bench_predict_scale.py --speed "
             f"--device {args.device} --queries {args.queries} --repeats {args.repeats}`\n\n" + "\n".join(lines) + "\n")
     out = Path(args.out or RESULTS.parent / f"predict_speed_{torch.device(args.device).type}.md")
     out.write_text(text)
