@@ -116,6 +116,12 @@ def run_one(name, n_queries, one_block):
     }
 
 
+def torch_device(device):
+    import torch
+
+    return torch.device(device)
+
+
 def _sync(device):
     import torch
 
@@ -124,8 +130,13 @@ def _sync(device):
 
 
 def _best(function, device, repeats):
-    """Fastest of ``repeats`` timed runs of ``function`` (after one untimed run), synchronised."""
-    function()
+    """Fastest of ``repeats`` timed runs of ``function``, synchronised; on CUDA after one untimed run.
+
+    The untimed run is for CUDA's lazy start (kernels, allocator); on CPU the runs are long
+    enough without it (at a million documents an attention model takes minutes on 2 cores).
+    """
+    if torch_device(device).type == "cuda":
+        function()
     best = float("inf")
     for _ in range(repeats):
         _sync(device)
@@ -152,7 +163,7 @@ def speed_row(ranker, X, qid, repeats):
     host = list(_predict.prefetched_blocks(blocks, X, {}, documents, _predict._Transfer("cpu")))
     resident = [dataclasses.replace(block, tensors={k: v.to(device) for k, v in block.tensors.items()})
                 for block in host]
-    batches = [inputs for block in resident for inputs, _ in block.padded_batches()]
+    batches = [inputs for block in resident for inputs, _ in block.device_batches()]
     features = [np.ascontiguousarray(block.tensors["X"].numpy()) for block in host]  # pageable host rows
 
     def run_module():
@@ -162,7 +173,7 @@ def speed_row(ranker, X, qid, repeats):
     def run_host_fed():
         for block, rows in zip(resident, features, strict=True):
             copied = dataclasses.replace(block, tensors={**block.tensors, "X": torch.from_numpy(rows).to(device)})
-            for inputs, _ in copied.padded_batches():
+            for inputs, _ in copied.device_batches():
                 module(inputs["X"], inputs["mask"])
 
     with torch.no_grad():
@@ -207,7 +218,8 @@ def speed(args):
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {load_start:.2f} at the start "
             f"(last column: at the end of each row). Models trained one epoch on {TRAIN_QUERIES} MSLR-shaped "
             f"queries (RankNet 144-144, DASALC and SetRank default), then scoring make_ranking(preset=\"mslr\") "
-            f"sets; best of {args.repeats} warm runs.\n\n`python benchmarks/bench_predict_scale.py --speed "
+            f"sets; best of {args.repeats} runs (on CUDA after an untimed one).\n\n"
+            f"`python benchmarks/bench_predict_scale.py --speed "
             f"--device {args.device} --queries {args.queries} --repeats {args.repeats}`\n\n" + "\n".join(lines) + "\n")
     out = Path(args.out or RESULTS.parent / f"predict_speed_{torch.device(args.device).type}.md")
     out.write_text(text)

@@ -10,10 +10,11 @@ documents back by index: shapes come from the host's plan, so nothing waits for 
 until a block's scores are read.
 
 Everything that differs on CUDA is in :class:`_Transfer`: staging buffers in pinned memory,
-copies without blocking on a side stream, events; and a background thread that prepares
-the next blocks while the main thread drives the device (a module may itself wait for the
-device, e.g. for a boolean index). On CPU the same code runs with plain buffers, no thread,
-and views instead of copies where the rows already lie in order in float32.
+copies without blocking on a side stream, events; and background threads that prepare the
+next blocks while the main thread drives the device (a module may itself wait for the device,
+e.g. for a boolean index, and the host work of a block is mostly NumPy, which releases the
+GIL). On CPU the same code runs with plain buffers, no thread, and views instead of copies
+where the rows already lie in order in float32.
 """
 
 from __future__ import annotations
@@ -112,7 +113,6 @@ class _Transfer:
         return host, done
 
 
-
 @dataclass
 class StagedBlock:
     """A block on the device (in host memory on CPU) with its batch plan.
@@ -146,7 +146,7 @@ class StagedBlock:
     def n_rows(self):
         return int(self.block.sizes.sum())
 
-    def padded_batches(self):
+    def device_batches(self):
         """Yield ``(inputs, slots)``: a batch's padded inputs and the rows its slots score (``n_rows``: padding).
 
         ``slots`` indexes the block's rows: a slice for one list as it lies, else one index per slot.
@@ -276,7 +276,7 @@ def predict_scores(net, X, blocks, *, documents, extras=None, check_features=Fal
                     bad |= ~torch.isfinite(staged.tensors["X"]).all()
                 # NaN until scored; one slot past the rows takes the padding's scores.
                 block_scores = torch.full((staged.n_rows + 1,), float("nan"), device=transfer.device)
-                for inputs, slots in staged.padded_batches():
+                for inputs, slots in staged.device_batches():
                     block_scores[slots] = net.infer(inputs).reshape(-1).float()
                 current = (staged.block.rows, *transfer.to_host(block_scores[:staged.n_rows]))
                 if previous is not None:  # read the last block's scores once this one is queued
