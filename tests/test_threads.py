@@ -153,7 +153,11 @@ print(json.dumps({"status": status, "calls": len(calls), "policy": os.environ.ge
 
 
 def test_cli_sets_the_policy_only_through_the_library_function(tmp_path):
-    shown, _ = _python(_CLI, cwd=tmp_path)
+    # Files named by absolute path, the interpreter started in the repository (mutmut reads its settings there).
+    code = _CLI
+    for name in ("no-such-model.joblib", "no-such-data.txt", "s.txt"):
+        code = code.replace(f'"{name}"', repr(str(tmp_path / name)))
+    shown, _ = _python(code, cwd=ROOT)
     # status 2: the missing model file, after the command started; the function ran once, and nothing
     # else in the command line set the variable.
     assert json.loads(shown) == {"status": 2, "calls": 1, "policy": None}
