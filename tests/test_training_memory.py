@@ -257,3 +257,36 @@ def test_batch_size_rejects_other_strings(data):
     X, y, qid = data
     with pytest.raises(InvalidParameterError, match=r"'batch_size' parameter .*\{'auto'\}"):
         RankNetRanker(batch_size="max").fit(X, y, qid)
+
+
+@pytest.mark.parametrize(("dtype", "head_size", "capability", "expected"), [
+    # The memory-efficient kernel's head-width alignment (PyTorch's minimum_gemm_alignment): 16-bit floats use
+    # tensor cores from sm70 (alignment 8), float32 from sm80 (4); without tensor cores it is 1 before sm80.
+    (torch.float16, 12, (7, 5), "math"), (torch.float16, 16, (7, 5), "efficient"),
+    (torch.float32, 6, (7, 5), "efficient"), (torch.float32, 6, (8, 0), "math"),
+    (torch.float32, 8, (8, 0), "efficient"),
+    (torch.float16, 6, (6, 0), "efficient"),
+])
+def test_efficient_kernel_head_alignment_by_capability(dtype, head_size, capability, expected):
+    kernel = attention_kernel("cuda", dtype, mask="boolean", dropout=0.0, head_size=head_size, capability=capability,
+                              enabled={"flash": True, "efficient": True, "math": True, "cudnn": False})
+    assert kernel == expected
+
+
+@pytest.mark.parametrize(("head_size", "capability", "expected"), [
+    # Flash trains heads over 192 wide on sm80 and sm90, not on sm86-sm89 nor sm120-sm121 (PyTorch's
+    # check_flash_attention_hardware_support); a wider head falls to the memory-efficient kernel.
+    (192, (8, 6), "flash"), (200, (8, 6), "efficient"), (200, (8, 9), "efficient"), (200, (8, 0), "flash"),
+    (200, (9, 0), "flash"), (200, (12, 0), "efficient"), (200, (12, 1), "efficient"), (256, (9, 0), "flash"),
+    (264, (9, 0), "efficient"),
+])
+def test_flash_wide_heads_by_capability(head_size, capability, expected):
+    kernel = attention_kernel("cuda", torch.bfloat16, mask=None, dropout=0.0, head_size=head_size,
+                              capability=capability, enabled={"flash": True, "efficient": True, "math": True,
+                                                              "cudnn": False})
+    assert kernel == expected
+    # Scoring (no gradients) takes wide heads everywhere flash runs.
+    scoring = attention_kernel("cuda", torch.bfloat16, mask=None, dropout=0.0, head_size=head_size, training=False,
+                               capability=capability, enabled={"flash": True, "efficient": True, "math": True,
+                                                               "cudnn": False})
+    assert scoring == ("flash" if head_size <= 256 else "efficient")
