@@ -417,3 +417,20 @@ def test_lambdamart_names_the_eval_set_whose_features_are_infinite(data):
     with pytest.raises(ValueError, match=r"^eval_set\[0\] X_val contains infinity \(1 value; the first in row 4, "
                                          r"column 2\): LambdaMARTRanker needs finite features\."):
         _lambdamart().fit(X, y, groups=qid, eval_set=[(_with(X, np.inf), y, qid)])
+
+
+@pytest.mark.parametrize("sparse_format", ["csr", "csc", "coo"])
+def test_sparse_features_name_the_first_bad_entry_by_row(sparse_format):
+    # In CSC order (5, 0) comes before (2, 3): the message still names the first by row, and the column of it.
+    import scipy.sparse as sp
+
+    from sklearn_ltr._validation import check_features
+
+    X = np.zeros((6, 4))
+    X[5, 0] = X[2, 3] = np.inf
+    X[1, 1] = 1.0
+    X = sp.random(6, 4, density=0, format=sparse_format) + sp.csr_matrix(X)
+    X = X.asformat(sparse_format)
+    with pytest.raises(ValueError, match=r"^X contains infinity \(2 values; the first in row 2, column 3\): "
+                                         r"LambdaMARTRanker needs finite features"):
+        check_features(X, owner="LambdaMARTRanker", allow_nan=True)
