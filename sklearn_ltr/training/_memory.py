@@ -4,7 +4,7 @@ Pairwise losses and self-attention hold ``[list, list]`` tensors: their memory g
 the square of the longest list in a batch. A query of 12,000 documents makes RankNet's
 loss ask for several GB per list and the process is killed, or torch fails deep inside its
 allocator. The neural rankers call :func:`check_training_memory` before the first batch
-and :func:`prediction_batch_size` before predicting, so that a batch that cannot fit is
+and :func:`prediction_documents` before predicting, so that a batch that cannot fit is
 refused with a message that names the query and the fix (``max_list_length``,
 ``batch_size``), or prediction batches shrink until one fits.
 
