@@ -198,3 +198,15 @@ def test_every_non_finite_score_is_refused(value):
         check_finite_scores(scores, "Model")
     finite = np.array([0.5, np.finfo(np.float64).max, -np.finfo(np.float64).max])
     assert check_finite_scores(finite, "Model") is finite
+
+
+@pytest.mark.parametrize("n_features", [1, 2, 17, 18, 19, 40])
+def test_canonical_order_reads_every_byte_of_a_row(n_features):
+    # Rows alike but in their last feature (the last 8-byte word of each row, however many words it has),
+    # and one alone in its list: every byte takes part, whatever the row's width.
+    rows = np.zeros((5, n_features), dtype=np.float32)
+    rows[:, -1] = [3.0, 1.0, 2.0, 1.5, 0.5]
+    sizes = [4, 1]
+    assert np.array_equal(canonical_order(rows, sizes), _memcmp_order(rows, sizes))
+    assert canonical_order(rows[:1], [1]).tolist() == [0]
+    assert canonical_order(rows[:0], []).tolist() == []
