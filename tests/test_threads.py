@@ -161,3 +161,33 @@ def test_cli_sets_the_policy_only_through_the_library_function(tmp_path):
     # status 2: the missing model file, after the command started; the function ran once, and nothing
     # else in the command line set the variable.
     assert json.loads(shown) == {"status": 2, "calls": 1, "policy": None}
+
+
+def test_the_late_import_warning_whole_and_where_it_points(monkeypatch):
+    # Both backends named, the whole message, and the warning attributed to the caller of the function.
+    env = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        apply_openmp_default(env, modules={"torch": object(), "lightgbm": object()}, load=3.0, cpus=2)
+    (warning,) = caught
+    assert warning.category is RuntimeWarning
+    assert str(warning.message) == (
+        "torch and lightgbm was imported before sklearn_ltr, so its OpenMP threads keep spinning while idle, and "
+        "this machine is busy (load average 3.0 on 2 CPUs): fits may run many times slower. Set "
+        "OMP_WAIT_POLICY=PASSIVE in the environment before Python starts, or import sklearn_ltr before torch and "
+        "lightgbm; OMP_WAIT_POLICY=ACTIVE keeps the threads spinning and silences this."
+    )
+    assert warning.filename == __file__
+
+
+def test_the_defaults_read_the_process(monkeypatch):
+    # modules, load and cpus default to sys.modules, the load average and os.cpu_count().
+    monkeypatch.setitem(sys.modules, "lightgbm", sys.modules.get("lightgbm", object()))
+    monkeypatch.setattr(_threads, "_load_average", lambda: 64.0)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    with pytest.warns(RuntimeWarning, match=r"load average 64\.0 on 2 CPUs"):
+        assert apply_openmp_default({}) == "set-late"
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 128)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert apply_openmp_default({}) == "set-late"  # 64 on 128 CPUs: not busy, no warning
