@@ -18,7 +18,7 @@ from torch.profiler import ProfilerActivity, profile
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.nn import DASALCNet, ModuleCost, MultiHeadAttention, SetRankNet, attention_kernel
-from sklearn_ltr.nn._cost import FUSED_KERNELS
+from sklearn_ltr.nn._cost import FUSED_KERNELS, enabled_sdp_backends
 from sklearn_ltr.training import _memory
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
@@ -290,3 +290,33 @@ def test_flash_wide_heads_by_capability(head_size, capability, expected):
                                capability=capability, enabled={"flash": True, "efficient": True, "math": True,
                                                                "cudnn": False})
     assert scoring == ("flash" if head_size <= 256 else "efficient")
+
+
+def test_enabled_backends_are_torchs_flags_by_kernel_name():
+    flags = torch.backends.cuda
+    assert enabled_sdp_backends() == {
+        "flash": flags.flash_sdp_enabled(), "efficient": flags.mem_efficient_sdp_enabled(),
+        "cudnn": flags.cudnn_sdp_enabled(), "math": flags.math_sdp_enabled()}
+
+
+ALL = {"flash": True, "efficient": True, "cudnn": True, "math": True}
+
+
+@pytest.mark.parametrize(("call", "expected"), [
+    # A disabled (or unnamed) backend is skipped for the next one, not the end of the search.
+    ({"dtype": torch.bfloat16, "mask": None, "enabled": {**ALL, "flash": False}}, "efficient"),
+    ({"dtype": torch.bfloat16, "mask": None, "enabled": {"efficient": True, "math": True}}, "efficient"),
+    # cuDNN first where PyTorch prefers it, and the rest in PyTorch's order after it.
+    ({"dtype": torch.bfloat16, "mask": "boolean", "enabled": ALL, "prefer_cudnn": True}, "cudnn"),
+    ({"dtype": torch.float32, "mask": "boolean", "enabled": ALL, "prefer_cudnn": True}, "efficient"),
+    ({"dtype": torch.float32, "mask": "boolean", "enabled": {**ALL, "efficient": False}, "prefer_cudnn": True},
+     "math"),
+])
+def test_attention_kernel_walks_torchs_order(call, expected):
+    assert attention_kernel("cuda", dropout=0.0, head_size=64, capability=(9, 0), **call) == expected
+
+
+def test_cpu_flash_needs_its_flag_and_takes_any_head_width():
+    call = {"mask": "boolean", "dropout": 0.0}
+    assert attention_kernel("cpu", torch.float32, head_size=1, enabled=ALL, **call) == "flash"
+    assert attention_kernel("cpu", torch.float32, head_size=64, enabled={"math": True}, **call) == "math"
