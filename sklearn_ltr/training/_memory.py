@@ -201,8 +201,7 @@ def check_training_memory(*, owner, sizes, batch_size, max_list_length, quadrati
     """
     if len(sizes) == 0:
         return
-    longest = int(max(sizes))
-    length = longest if max_list_length is None else min(longest, int(max_list_length))
+    longest, length = _training_length(sizes, max_list_length)
     # Batches are bucketed by length: the largest one holds the batch_size longest lists.
     n_lists = min(int(batch_size), len(sizes))
     needed = batch_bytes(n_lists, length, quadratic=quadratic, linear=linear)
@@ -260,8 +259,7 @@ def auto_batch_size(*, sizes, max_list_length, quadratic, linear, device):
     batch = max(1, min(AUTO_BATCH_CAP, n_queries // AUTO_MIN_BATCHES))
     if n_queries == 0:
         return batch
-    longest = int(max(sizes))
-    length = longest if max_list_length is None else min(longest, int(max_list_length))
+    _, length = _training_length(sizes, max_list_length)
     free = available_memory(device)
     if free is not None:
         per_list = batch_bytes(1, length, quadratic=quadratic, linear=linear)
@@ -270,6 +268,12 @@ def auto_batch_size(*, sizes, max_list_length, quadratic, linear, device):
     # a batch left one query over on MQ2008's 471, and that batch of one cost 0.025 NDCG@10.
     n_batches = -(-n_queries // batch)
     return -(-n_queries // n_batches)
+
+
+def _training_length(sizes, max_list_length):
+    """``(longest, length)``: the longest training query, and the length its list is trained at."""
+    longest = int(max(sizes))
+    return longest, longest if max_list_length is None else min(longest, int(max_list_length))
 
 
 def _longest_fitting(n_lists, quadratic, linear, budget):
