@@ -29,6 +29,7 @@ import contextlib
 import platform
 import sys
 import time
+from pathlib import Path
 from typing import ClassVar
 
 import torch
@@ -40,6 +41,9 @@ from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.exceptions import NonFiniteLossError
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.nn import _attention
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_compile import write_report  # the same Markdown report as the compile benchmark
 
 MODELS = {"SetRank": SetRankRanker, "DASALC": DASALCRanker}
 
@@ -181,17 +185,9 @@ def main(argv=None):
                         print(row, flush=True)
                         rows.append(row)
     device = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor() or "CPU"
-    lines = [f"# bf16 stability on {args.device}", "",
-             f"{device}, torch {torch.__version__}; {args.queries} MSLR-shaped queries, {args.epochs} epochs. "
-             f"Command: `python {' '.join(sys.argv)}`", "",
-             "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-    lines += ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out, "w") as handle:
-            handle.write(text)
-
+    write_report(f"# bf16 stability on {args.device}",
+                 f"{device}, torch {torch.__version__}; {args.queries} MSLR-shaped queries, {args.epochs} epochs. "
+                 f"Command: `python {' '.join(sys.argv)}`", rows, args.out)
 
 if __name__ == "__main__":
     main()

@@ -24,6 +24,7 @@ import os
 import platform
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -34,13 +35,11 @@ from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.losses import get_loss
 from sklearn_ltr.training._batches import QueryBatches, QueryDataset
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_device import _sync  # the same wait for the device as the device benchmark
+
 MODELS = {"RankNet": (RankNetRanker, {"hidden_sizes": (144, 144)}), "DASALC": (DASALCRanker, {}),
           "SetRank": (SetRankRanker, {})}
-
-
-def _sync(device):
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
 
 
 def train_epochs(module, ranker, batches, epochs, device):
@@ -129,18 +128,24 @@ def main(argv=None):
         rows.append(row)
     device = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor() or "CPU"
     load = os.getloadavg()[0]
+    write_report(f"# torch.compile on {args.device}",
+                 f"{device}, torch {torch.__version__}, {torch.get_num_threads()} threads, load {load:.2f} at the "
+                 f"end; {len(X):,} MSLR-shaped documents ({args.queries} queries), {args.epochs} epochs. "
+                 f"Command: `python {' '.join(sys.argv)}`", rows, args.out)
+
+
+def write_report(title, description, rows, out=None):
+    """Print (and write to ``out``) a Markdown report: a title, a paragraph, and ``rows`` (dicts) as a table.
+
+    The columns are those of the widest row; a row without a column leaves it empty.
+    """
     columns = max(rows, key=len)
-    lines = [f"# torch.compile on {args.device}", "",
-             f"{device}, torch {torch.__version__}, {torch.get_num_threads()} threads, load {load:.2f} at the end; "
-             f"{len(X):,} MSLR-shaped documents ({args.queries} queries), {args.epochs} epochs. "
-             f"Command: `python {' '.join(sys.argv)}`", "",
-             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines = [title, "", description, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(row.get(column, "")) for column in columns) + " |" for row in rows]
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.out:
-        with open(args.out, "w") as handle:
-            handle.write(text)
+    if out:
+        Path(out).write_text(text)
 
 
 if __name__ == "__main__":
