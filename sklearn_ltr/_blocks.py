@@ -58,7 +58,7 @@ def query_block_bounds(query_groups, documents):
 
 
 def query_blocks(query_groups, documents):
-    """Input-row indices of consecutive blocks of whole queries, each of about ``documents`` rows.
+    """Input-row indices and query sizes of consecutive blocks of whole queries, each of about ``documents`` rows.
 
     The blocks of :func:`query_block_bounds`, as rows.
 
@@ -71,12 +71,12 @@ def query_blocks(query_groups, documents):
 
     Returns
     -------
-    list of ndarray
-        Row indices of each block, query by query.
+    list of (ndarray, ndarray)
+        For each block, its row indices query by query, and the rows of each of its queries.
     """
-    offsets, order = query_groups.offsets, query_groups.order
+    offsets, order, sizes = query_groups.offsets, query_groups.order, query_groups.sizes
     bounds = query_block_bounds(query_groups, documents)
-    return [order[offsets[lo]:offsets[hi]] for lo, hi in itertools.pairwise(bounds)]
+    return [(order[offsets[lo]:offsets[hi]], sizes[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
 
 
 def padded_batches(sizes, documents, max_queries=None, max_padding=None):

@@ -15,7 +15,9 @@ def test_blocks_hold_whole_queries_once(documents):
     rng = np.random.default_rng(0)
     groups = rng.integers(0, 40, size=600)
     query_groups = QueryGroups(groups)
-    blocks = query_blocks(query_groups, documents)
+    blocks = [rows for rows, _ in query_blocks(query_groups, documents)]
+    for rows, sizes in query_blocks(query_groups, documents):  # each query's rows, in order
+        assert np.array_equal(sizes, [np.count_nonzero(groups[rows] == q) for q in dict.fromkeys(groups[rows])])
     rows = np.concatenate(blocks)
     assert np.array_equal(np.sort(rows), np.arange(len(groups)))  # every row exactly once
     seen = set()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import itertools
 import numbers
 import warnings
 
@@ -19,7 +18,7 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 from skorch.callbacks import EarlyStopping, ProgressBar
 
-from sklearn_ltr._blocks import check_finite_scores, query_block_bounds
+from sklearn_ltr._blocks import check_finite_scores, query_blocks
 from sklearn_ltr._groups import check_query_weights
 from sklearn_ltr.base import BaseRanker, resolve_groups
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
@@ -359,10 +358,9 @@ class NeuralRanker(NeuralParameters, BaseRanker):
                       for start in range(0, n_samples, _PREDICT_DOCUMENTS))
         else:
             query_groups = resolve_groups(groups, n_samples, method="predict", stacklevel=3)
-            offsets, order = query_groups.offsets, query_groups.order
             # Each query's rows in their canonical order: predict is exactly invariant to the input row order.
-            blocks = (ScoringBlock(order[offsets[lo]:offsets[hi]], query_groups.sizes[lo:hi], canonical=True)
-                      for lo, hi in itertools.pairwise(query_block_bounds(query_groups, _PREDICT_DOCUMENTS)))
+            blocks = (ScoringBlock(rows, sizes, canonical=True)
+                      for rows, sizes in query_blocks(query_groups, _PREDICT_DOCUMENTS))
         return blocks, documents
 
     def _predict(self, X, groups, **extras):
