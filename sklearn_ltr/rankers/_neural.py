@@ -166,19 +166,21 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             return 0
         return tensors * (self.loss_params or {}).get("n_samples", 1)
 
-    def _memory_terms(self, n_features, *, training, cost=None, device=None):
+    def _memory_terms(self, n_features, *, training, cost=None, device=None, kernel=None):
         """``(quadratic, linear)`` float32 values per list and per document of one batch on ``device``.
 
         ``cost`` is the module's declared :class:`~sklearn_ltr.nn.ModuleCost`, read here when not
         given; ``device`` is the fitted net's, else the one ``device`` resolves to. The attention
-        term is the one of the kernel PyTorch runs there (:func:`~sklearn_ltr.training._memory.attention_term`).
+        term is the one of the kernel PyTorch runs there (:func:`~sklearn_ltr.training._memory.attention_term`),
+        found here when ``kernel`` is not given.
         """
         if cost is None:
             cost = module_cost(*self._module_spec(n_features))
         if device is None:
             net = getattr(self, "net_", None)
             device = net.device if net is not None else resolve_device(self.device)
-        kernel = attention_term(cost, device, training=training, precision=self.precision)
+        if kernel is None:
+            kernel = attention_term(cost, device, training=training, precision=self.precision)
         return memory_terms(cost, self._loss_tensors() if training else 0, n_features, training=training,
                             kernel=kernel or "math", device=device)
 
@@ -261,12 +263,12 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         (:func:`~sklearn_ltr.training._memory.auto_batch_size`).
         """
         cost = module_cost(*self._module_spec(n_features))
-        quadratic, linear = self._memory_terms(n_features, training=True, cost=cost, device=device)
+        kernel = attention_term(cost, device, training=True, precision=self.precision)
+        quadratic, linear = self._memory_terms(n_features, training=True, cost=cost, device=device, kernel=kernel)
         holders = []
         if self._loss_tensors():
             holders.append(f"the loss {self._loss_name()!r} (pairwise terms)")
         if cost.attention_layers:
-            kernel = attention_term(cost, device, training=True, precision=self.precision)
             holders.append(describe_attention(cost, kernel))
         sizes = np.asarray(sizes)
         batch_size = self.batch_size
