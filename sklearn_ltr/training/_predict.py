@@ -211,7 +211,7 @@ def _staging(transfer, values):
     """``values`` (n rows) as a float32 (pinned) tensor of n + 1 rows, the last one zeros."""
     staged = transfer.empty((values.shape[0] + 1, *values.shape[1:]))
     staged[-1] = 0.0
-    with np.errstate(over="ignore"):  # a float64 beyond float32's range: the scores check says what to do
+    with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes inf: the feature check names it
         staged[:-1].numpy()[...] = values
     return staged
 
