@@ -34,7 +34,7 @@ def test_weights_lie_between_one_and_the_inverse_clip(values, clip):
 @pytest.mark.parametrize(("values", "message"), [
     ([1.0, 2.0], "look like inverse-propensity weights"),
     ([0.5, 0.0], r"in \(0, 1\]; got 0"),
-    ([0.5, -0.1], r"got -0.1"),
+    ([0.5, -0.1], r"got -0\.1"),
     ([0.5, np.nan], "NaN or infinite"),
     ([[0.5, 0.5]], "1-D array"),
     (["a", "b"], "1-D array of numbers"),
@@ -42,7 +42,7 @@ def test_weights_lie_between_one_and_the_inverse_clip(values, clip):
 def test_bad_propensities_are_refused_by_name(values, message):
     with pytest.raises(ValueError, match=message):
         inverse_propensity_weights(values)
-    with pytest.raises(ValueError, match="^position_bias"):
+    with pytest.raises(ValueError, match=r"^position_bias"):
         check_propensity(values, name="position_bias")
 
 
