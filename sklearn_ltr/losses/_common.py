@@ -104,6 +104,30 @@ def check_weights(weights, per_query):
     return weights
 
 
+def relevant_weights(click_weights, labels, mask):
+    """Weight of each document's relevance in a click loss: its click weight where ``label > 0``, else 1.
+
+    ``click_weights`` (None, or ``[batch, list]``, finite and >= 0) are the documents' inverse-propensity
+    weights (:func:`sklearn_ltr.clicks.inverse_propensity_weights`); they scale what a clicked document
+    contributes and leave the rest alone, so all-ones weights give the unweighted loss exactly.
+    Returns None when ``click_weights`` is None.
+    """
+    if click_weights is None:
+        return None
+    click_weights = torch.as_tensor(click_weights, device=labels.device)
+    if click_weights.shape != labels.shape:
+        raise ValueError(f"click_weights must have the shape of scores {tuple(labels.shape)} (one weight per "
+                         f"document); got {tuple(click_weights.shape)}.")
+    click_weights = click_weights.to(labels.dtype)
+    with torch.no_grad():
+        bad = mask & ~(torch.isfinite(click_weights) & (click_weights >= 0))
+        if bool(bad.any()):
+            query, slot = (int(i) for i in bad.nonzero()[0])
+            raise ValueError(f"click_weights must be finite and >= 0; got {click_weights[query, slot].item()} for "
+                             f"document {slot} of query {query}.")
+    return torch.where(mask & (labels > 0), click_weights, 1.0)
+
+
 def reduce_queries(per_query, mask, reduction="mean", weights=None):
     """Reduce the ``[batch]`` values of the queries; see the module docstring.
 

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from sklearn_ltr.losses._common import check_inputs, reduce_queries, safe_divide
+from sklearn_ltr.losses._common import check_inputs, reduce_queries, relevant_weights, safe_divide
 
 __all__ = ["attention_rank", "listmle", "softmax_cross_entropy"]
 
@@ -22,7 +22,8 @@ def _masked_log_softmax(scores, mask):
     return torch.log_softmax(torch.where(mask, scores, filler), dim=1)
 
 
-def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reduction="mean", weights=None):
+def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reduction="mean", weights=None,
+                          click_weights=None):
     r"""Softmax cross-entropy (ListNet's top-one loss).
 
     Cross-entropy between a target distribution over the documents of a list, built from the
@@ -38,6 +39,12 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reducti
     computed with ``log_softmax`` (padding at :math:`-\infty`), so it is finite for any
     finite scores, and the softmax target is computed the same way, so labels as large as
     you like stay finite. By default the loss is the mean of :math:`\ell_q` over queries.
+
+    With ``click_weights`` :math:`w_i` (inverse propensities of clicks) and the linear target,
+    :math:`t_i = w_i y_i / \sum_k y_k`: each clicked document's term is weighted while the
+    normaliser stays the unweighted click count, so the loss is linear in the weights, the
+    inverse-propensity-weighted softmax loss of Ai et al. (2018) and Joachims et al. (2017),
+    and all-ones weights give the unweighted loss.
 
     Parameters
     ----------
@@ -56,6 +63,9 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reducti
         ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
     weights : torch.Tensor of shape (batch,), default=None
         Non-negative weight of each query in the reduction; None weighs every query 1.
+    click_weights : torch.Tensor of shape (batch, list), default=None
+        Non-negative weight of each relevant (clicked, label > 0) document, e.g. its clipped
+        inverse examination propensity; ``target="linear"`` only.
 
     Returns
     -------
@@ -99,9 +109,15 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reducti
     if target not in _TARGETS:
         raise ValueError(f"target must be one of {list(_TARGETS)}; got {target!r}.")
     scores, labels, mask = check_inputs(scores, labels, mask)
+    relevant = relevant_weights(click_weights, labels, mask)
+    if relevant is not None and target != "linear":
+        raise ValueError("click_weights need target='linear': the softmax target gives every document mass, "
+                         "clicked or not.")
     if target == "linear":
         positive = labels.clamp(min=0.0)
-        probabilities = safe_divide(positive, positive.sum(dim=1, keepdim=True))
+        # Normalised by the unweighted label sum, so that the weights enter linearly (the IPS estimate).
+        weighted = positive if relevant is None else positive * relevant
+        probabilities = safe_divide(weighted, positive.sum(dim=1, keepdim=True))
     else:
         probabilities = torch.exp(_masked_log_softmax(labels, mask))
     log_p = _masked_log_softmax(scores, mask)

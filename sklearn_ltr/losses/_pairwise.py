@@ -13,6 +13,7 @@ from sklearn_ltr.losses._common import (
     gains,
     ideal_dcg,
     reduce_queries,
+    relevant_weights,
     safe_divide,
     sort_ranks,
 )
@@ -58,7 +59,8 @@ def _pair_cost_per_query(logits, target, weight):
     return cost.sum(dim=(1, 2))
 
 
-def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reduction="mean", weights=None):
+def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reduction="mean", weights=None,
+            click_weights=None):
     r"""RankNet: logistic loss on the score difference of every pair of documents.
 
     For documents :math:`i, j` of one list with :math:`S_{ij} = \operatorname{sign}(y_i - y_j)`
@@ -75,6 +77,12 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reductio
     :math:`\log(2\cosh(\sigma(s_i - s_j)/2))`, which pulls the two scores together. By
     default the loss is the mean of :math:`\ell_q` over queries; a query without pairs
     contributes 0.
+
+    With ``click_weights`` :math:`w_i` (inverse propensities of clicks), each pair's cost is
+    weighted by the weight of its clicked document (:math:`\max(w_i, w_j)` over the pair's
+    clicked documents, 1 for a pair of non-clicks) and the mean stays over :math:`|P_q|`: the
+    loss is linear in the weights, the inverse-propensity-weighted pairwise loss of Joachims
+    et al. (2017), and all-ones weights give the unweighted loss.
 
     Parameters
     ----------
@@ -95,6 +103,9 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reductio
         ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
     weights : torch.Tensor of shape (batch,), default=None
         Non-negative weight of each query in the reduction; None weighs every query 1.
+    click_weights : torch.Tensor of shape (batch, list), default=None
+        Non-negative weight of each relevant (clicked, label > 0) document, e.g. its clipped
+        inverse examination propensity; None (or all ones) is the unweighted loss.
 
     Returns
     -------
@@ -144,8 +155,14 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reductio
     scores, labels, mask = check_inputs(scores, labels, mask)
     logits, target, pairs = _pairwise(scores, labels, mask, sigma=sigma, ties=bool(include_ties))
     weight = pairs.to(scores.dtype)
+    count = weight.sum(dim=(1, 2))
+    relevant = relevant_weights(click_weights, labels, mask)
+    if relevant is not None:
+        # A pair is weighted by its clicked document's weight (the larger one if both were clicked);
+        # the mean stays over the unweighted pairs, so the loss is linear in the weights.
+        weight = weight * torch.maximum(relevant[:, :, None], relevant[:, None, :])
     per_query = _pair_cost_per_query(logits, target, weight)
-    return reduce_queries(safe_divide(per_query, weight.sum(dim=(1, 2))), mask, reduction, weights)
+    return reduce_queries(safe_divide(per_query, count), mask, reduction, weights)
 
 
 def lambdarank(scores, labels, mask=None, *, sigma=1.0, k=None, reduction="mean", weights=None):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from sklearn_ltr.losses._common import check_inputs, check_positive, reduce_queries, safe_divide
+from sklearn_ltr.losses._common import check_inputs, check_positive, reduce_queries, relevant_weights, safe_divide
 
 __all__ = ["sigmoid_cross_entropy"]
 
 
-def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None, reduction="mean", weights=None):
+def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None, reduction="mean", weights=None,
+                          click_weights=None):
     r"""Sigmoid (binary) cross-entropy of each document's score against its scaled label.
 
     Each score is the logit of the probability that its document is relevant:
@@ -26,6 +27,14 @@ def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None, reductio
 
     computed as ``-t * logsigmoid(s) - (1 - t) * logsigmoid(-s)``, which is finite for any
     finite score. By default the loss is the mean of :math:`\ell_q` over the queries of the batch.
+
+    With ``click_weights`` :math:`w_i` (inverse propensities of clicks), the relevance term of
+    each clicked document is weighted, :math:`-w_i t_i \log \sigma(s_i) - (1 - t_i) \log(1 -
+    \sigma(s_i))`: the inverse-propensity-weighted pointwise loss (Wang et al., 2016; Joachims
+    et al., 2017), whose relevance term is, in expectation over the examination, that of a user
+    who examines every document. The non-click term stays unweighted (a non-click is no evidence
+    either way where the document was not examined; weighting it would need the examination
+    probability of the *non*-clicks, and makes the loss unbounded below).
 
     Parameters
     ----------
@@ -44,6 +53,9 @@ def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None, reductio
         ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
     weights : torch.Tensor of shape (batch,), default=None
         Non-negative weight of each query in the reduction; None weighs every query 1.
+    click_weights : torch.Tensor of shape (batch, list), default=None
+        Non-negative weight of each relevant (clicked, label > 0) document's term, e.g. its
+        clipped inverse examination propensity; None (or all ones) is the unweighted loss.
 
     Returns
     -------
@@ -57,6 +69,10 @@ def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None, reductio
     .. [1] Qin, Yan, Zhuang, Tay, Pasumarthi, Wang, Bendersky, Najork. "Are Neural Rankers
        still Outperformed by Gradient Boosted Decision Trees?" ICLR 2021 (the loss comparison
        in which it appears, from TF-Ranking's ``SigmoidCrossEntropyLoss``).
+    .. [2] X. Wang, M. Bendersky, D. Metzler and M. Najork. "Learning to Rank with Selection Bias
+       in Personal Search." SIGIR 2016.
+    .. [3] T. Joachims, A. Swaminathan and T. Schnabel. "Unbiased Learning-to-Rank with Biased
+       Feedback." WSDM 2017.
 
     Examples
     --------
@@ -81,7 +97,9 @@ def sigmoid_cross_entropy(scores, labels, mask=None, *, max_label=None, reductio
         target = (labels > 0).to(scores.dtype)
     else:
         target = (labels / check_positive("max_label", max_label)).clamp(0.0, 1.0)
-    per_doc = -(target * F.logsigmoid(scores) + (1.0 - target) * F.logsigmoid(-scores))
+    relevant = relevant_weights(click_weights, labels, mask)
+    positive = target if relevant is None else target * relevant
+    per_doc = -(positive * F.logsigmoid(scores) + (1.0 - target) * F.logsigmoid(-scores))
     per_doc = torch.where(mask, per_doc, 0.0)
     n_docs = mask.sum(dim=1).to(scores.dtype)
     return reduce_queries(safe_divide(per_doc.sum(dim=1), n_docs), mask, reduction, weights)

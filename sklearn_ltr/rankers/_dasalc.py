@@ -134,6 +134,9 @@ class DASALCRanker(NeuralRanker):
     True
     """
 
+    # Clicks with their examination propensities (inverse propensity weighting) travel like ``groups``.
+    __metadata_request__fit = {"propensity": True}  # noqa: RUF012
+
     def __init__(
         self,
         hidden_size=512,

@@ -21,6 +21,7 @@ from skorch.callbacks import EarlyStopping, ProgressBar
 from sklearn_ltr._blocks import check_finite_scores, query_blocks
 from sklearn_ltr._groups import check_query_weights
 from sklearn_ltr.base import BaseRanker, resolve_groups
+from sklearn_ltr.clicks import inverse_propensity_weights
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss, pairwise_tensors
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
@@ -36,7 +37,7 @@ from sklearn_ltr.training._memory import (
     module_cost,
     prediction_documents,
 )
-from sklearn_ltr.training._net import QuerySplit, RankingLoss, RankingNet, build_dataset
+from sklearn_ltr.training._net import CLICK_WEIGHTS, QuerySplit, RankingLoss, RankingNet, build_dataset
 from sklearn_ltr.training._predict import ScoringBlock, predict_scores
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, validate_estimator_params
 
@@ -59,7 +60,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
     List-context models set ``ranker_tags.list_context`` in ``__sklearn_tags__``.
     """
 
-    # Per-query weights travel with the queries, like ``groups``.
+    # Per-query weights travel with the queries, like ``groups``; subclasses whose ``fit`` takes
+    # ``propensity`` request it too.
     __metadata_request__fit = {"groups": True, "sample_weight": True}  # noqa: RUF012
 
     #: The net that trains the module, and its data-parallel twin (None: DataParallelRankingNet).
@@ -188,7 +190,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         loss = getattr(self, "loss", None)
         return loss if isinstance(loss, str) else getattr(loss, "__name__", "the loss")
 
-    def fit(self, X, y, groups=None, sample_weight=None):
+    def fit(self, X, y, groups=None, sample_weight=None, propensity=None):
         """Train the network on the queries of ``X``.
 
         Parameters
@@ -196,26 +198,37 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         X : array-like of shape (n_samples, n_features)
             Dense, finite features (use an imputer for missing values).
         y : array-like of shape (n_samples,)
-            Graded relevance labels (non-negative).
+            Graded relevance labels (non-negative), or clicks (0/1) with ``propensity``.
         groups : array-like of shape (n_samples,), default=None
             Query id of each row; ``None`` makes all rows one query (with a warning).
         sample_weight : array-like of shape (n_samples,), default=None
             Weight of each row's query, the same for every row of a query: the loss of
             the batch is the weighted mean of its queries' losses. Routed like
             ``groups``.
+        propensity : array-like of shape (n_samples,), default=None
+            With clicks as ``y``: the probability that each row was examined where it was
+            shown (e.g. ``estimate.propensity_of(positions)`` of a propensity estimate of
+            :mod:`sklearn_ltr.clicks`). Each click then weighs
+            :math:`1 / \\max(p, 0.05)` in the loss (inverse propensity weighting, clipped:
+            :func:`sklearn_ltr.clicks.inverse_propensity_weights`), for the losses that take
+            click weights (``"sigmoid_ce"``, ``"softmax"``, ``"ranknet"``), and the validation
+            NDCG of early stopping becomes the IPS estimate on the held-out clicks. Routed
+            like ``groups``.
 
         Returns
         -------
         self : object
             The fitted ranker.
         """
-        return self._fit(X, y, groups, sample_weight=sample_weight)
+        return self._fit(X, y, groups, sample_weight=sample_weight, propensity=propensity)
 
-    def _fit(self, X, y, groups, sample_weight=None, **extras):
+    def _fit(self, X, y, groups, sample_weight=None, propensity=None, **extras):
         """Fit with optional extra per-row inputs of the module (e.g. click positions)."""
         validate_estimator_params(self)
         X, y, query_groups = self._validate_fit_data(X, y, groups, stacklevel=4)
         y, extras = self._prepare_training(X, y, query_groups, extras)
+        if propensity is not None:
+            extras[CLICK_WEIGHTS] = self._click_weights(y, propensity, X.shape[0])
         query_weights = None if sample_weight is None else check_query_weights(sample_weight, query_groups)
         if query_weights is not None:
             self._check_loss_takes_weights()
@@ -241,6 +254,28 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         if not self.keep_training_state:
             self.net_ = net.without_training_state()
         return self
+
+    def _click_weights(self, y, propensity, n_samples):
+        """Per-row inverse-propensity weights (float32) of ``fit(..., propensity=...)``, after checking its use."""
+        weights = inverse_propensity_weights(propensity, n_samples=n_samples)
+        if not np.isin(y, (0.0, 1.0)).all():
+            raise ValueError(
+                "propensity weights clicks: with propensity=..., y must hold clicks, 1 (clicked) and 0 (shown, "
+                f"not clicked); got values such as {np.unique(y[~np.isin(y, (0.0, 1.0))])[:5].tolist()}. Fit graded "
+                "relevance labels without propensity."
+            )
+        loss = self._loss_function()
+        try:
+            takes = "click_weights" in inspect.signature(loss).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if not takes:
+            raise ValueError(
+                f"propensity was given, but the loss {self._loss_name()!r} takes no click weights: use "
+                f"loss='sigmoid_ce', 'softmax' or 'ranknet' (their inverse-propensity-weighted forms), or a loss "
+                f"function with a keyword argument click_weights=None (a [batch, list] tensor)."
+            )
+        return weights.astype(np.float32)
 
     def _check_loss_takes_weights(self):
         loss = getattr(self, "loss", None)

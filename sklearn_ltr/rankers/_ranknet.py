@@ -111,6 +111,9 @@ class RankNetRanker(NeuralRanker):
     True
     """
 
+    # Clicks with their examination propensities (inverse propensity weighting) travel like ``groups``.
+    __metadata_request__fit = {"propensity": True}  # noqa: RUF012
+
     def __init__(
         self,
         hidden_sizes=(64, 32),

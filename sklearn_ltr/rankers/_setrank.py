@@ -165,7 +165,7 @@ class SetRankRanker(NeuralRanker):
     True
     """
 
-    __metadata_request__fit = {"groups": True, "initial_rank": True}  # noqa: RUF012
+    __metadata_request__fit = {"groups": True, "initial_rank": True, "propensity": True}  # noqa: RUF012
     __metadata_request__predict = {"groups": True, "initial_rank": True}  # noqa: RUF012
     __metadata_request__score = {"groups": True, "initial_rank": True}  # noqa: RUF012
 
@@ -273,7 +273,7 @@ class SetRankRanker(NeuralRanker):
             "input_norm": True,
         }
 
-    def fit(self, X, y, groups=None, initial_rank=None, sample_weight=None):
+    def fit(self, X, y, groups=None, initial_rank=None, sample_weight=None, propensity=None):
         """Train on the queries of ``X``, optionally with an initial ranking.
 
         Parameters
@@ -290,6 +290,10 @@ class SetRankRanker(NeuralRanker):
         sample_weight : array-like of shape (n_samples,), default=None
             Weight of each row's query, the same for every row of a query. Routed like
             ``groups``.
+        propensity : array-like of shape (n_samples,), default=None
+            With clicks as ``y``: each row's examination propensity, for inverse propensity
+            weighting (see :meth:`RankNetRanker.fit <sklearn_ltr.RankNetRanker.fit>`; needs a
+            loss that takes click weights, e.g. ``loss="softmax"``). Routed like ``groups``.
 
         Returns
         -------
@@ -299,7 +303,7 @@ class SetRankRanker(NeuralRanker):
         ranks = _check_initial_rank(initial_rank, _num_samples(X))
         self.uses_initial_rank_ = ranks is not None
         extras = {} if ranks is None else {"initial_rank": ranks}
-        return self._fit(X, y, groups, sample_weight=sample_weight, **extras)
+        return self._fit(X, y, groups, sample_weight=sample_weight, propensity=propensity, **extras)
 
     def predict(self, X, groups=None, initial_rank=None):
         """Score every row; one score per row of ``X``, in input order.

@@ -15,7 +15,12 @@ import torch
 
 from sklearn_ltr._blocks import padded_batches
 
-__all__ = ["QueryBatches", "QueryDataset"]
+__all__ = ["CLICK_WEIGHTS", "QueryBatches", "QueryDataset"]
+
+#: The per-row input holding each document's inverse-propensity weight (``fit(..., propensity=...)``):
+#: batched like the features, kept from the module by its leading underscore
+#: (:meth:`~sklearn_ltr.training._net.RankingNet.infer`), read by the loss.
+CLICK_WEIGHTS = "_click_weights"
 
 
 class QueryDataset(torch.utils.data.Dataset):

@@ -6,6 +6,8 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 
+from sklearn_ltr.training._batches import CLICK_WEIGHTS
+
 __all__ = ["ValidationNDCG"]
 
 
@@ -24,6 +26,13 @@ class ValidationNDCG(Callback):
 
     Monitor it with ``EarlyStopping(monitor=callback.name, lower_is_better=False)``. A
     non-finite score gives NaN.
+
+    When the training rows carry click weights (``fit(..., propensity=...)``), the held-out
+    lists are click logs, and the NDCG of the clicks as labels would reward a model that
+    reproduces the logging ranker's positions. The callback then records the
+    inverse-propensity estimate instead: NDCG@k with linear gains of the weighted clicks
+    :math:`c_i w_i`, which is the self-normalised IPS-NDCG of
+    :func:`sklearn_ltr.metrics.ips_ndcg_score` (Joachims et al., 2017).
 
     Parameters
     ----------
@@ -65,7 +74,7 @@ class ValidationNDCG(Callback):
         self.dataset_ = self.query_groups_ = None
 
     def on_epoch_begin(self, net, **kwargs):
-        self._scores, self._labels, self._groups = [], [], []
+        self._scores, self._labels, self._groups, self._weights = [], [], [], []
         self._n_queries = 0
 
     def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
@@ -77,6 +86,8 @@ class ValidationNDCG(Callback):
         query = torch.arange(mask.shape[0], device=mask.device)[:, None].expand_as(mask)
         self._scores.append(y_pred[mask].float().cpu())
         self._labels.append(labels[mask].float().cpu())
+        if CLICK_WEIGHTS in inputs:
+            self._weights.append(inputs[CLICK_WEIGHTS][mask].float().cpu())
         self._groups.append(query[mask].cpu() + self._n_queries)
         self._n_queries += mask.shape[0]
 
@@ -90,7 +101,12 @@ class ValidationNDCG(Callback):
             if not np.isfinite(scores).all():
                 totals[2] = 1.0
             else:
-                mean = ndcg_score(torch.cat(self._labels).numpy(), scores, torch.cat(self._groups).numpy(), k=self.k)
+                labels, groups = torch.cat(self._labels).numpy(), torch.cat(self._groups).numpy()
+                if self._weights:  # a click log with propensities: the IPS estimate (see the class docstring)
+                    weighted = labels.astype(np.float64) * torch.cat(self._weights).numpy()
+                    mean = ndcg_score(weighted, scores, groups, k=self.k, gain="linear")
+                else:
+                    mean = ndcg_score(labels, scores, groups, k=self.k)
                 totals[0], totals[1] = mean * self._n_queries, self._n_queries
         return totals
 

@@ -29,12 +29,12 @@ from skorch import NeuralNet
 from skorch.callbacks import EarlyStopping, PrintLog
 
 from sklearn_ltr.exceptions import NonFiniteLossError
-from sklearn_ltr.training._batches import QueryBatches, QueryDataset
+from sklearn_ltr.training._batches import CLICK_WEIGHTS, QueryBatches, QueryDataset
 from sklearn_ltr.training._device import is_cuda
 from sklearn_ltr.training._precision import check_precision, training_autocast
 from sklearn_ltr.training._state import inference_net, inference_state, is_inference_state, restore_inference_net
 
-__all__ = ["PREDICTION_MAX_PADDING", "QuerySplit", "RankingLoss", "RankingNet", "build_dataset"]
+__all__ = ["CLICK_WEIGHTS", "PREDICTION_MAX_PADDING", "QuerySplit", "RankingLoss", "RankingNet", "build_dataset"]
 
 #: Share of a prediction batch's slots that may be padding.
 PREDICTION_MAX_PADDING = 0.25
@@ -43,19 +43,24 @@ PREDICTION_MAX_PADDING = 0.25
 class RankingLoss(torch.nn.Module):
     """Criterion wrapping a loss of :mod:`sklearn_ltr.losses`: ``loss(scores, labels, mask)``.
 
-    Per-query ``weights`` (from ``fit(..., sample_weight=...)``) are passed as the loss's
-    ``weights`` option only when given, so that losses without that option keep working.
+    Per-query ``weights`` (from ``fit(..., sample_weight=...)``) and per-document
+    ``click_weights`` (inverse propensities, from ``fit(..., propensity=...)``) are passed as
+    the loss's options of those names only when given, so that losses without those options
+    keep working.
     """
 
     def __init__(self, loss):
         super().__init__()
         self.loss = loss
 
-    def forward(self, scores, labels, mask, weights=None):
+    def forward(self, scores, labels, mask, weights=None, click_weights=None):
         # Losses run in float32 even when the forward pass ran under bf16 autocast.
-        if weights is None:
-            return self.loss(scores.float(), labels.float(), mask)
-        return self.loss(scores.float(), labels.float(), mask, weights=weights)
+        options = {}
+        if weights is not None:
+            options["weights"] = weights
+        if click_weights is not None:
+            options["click_weights"] = click_weights
+        return self.loss(scores.float(), labels.float(), mask, **options)
 
 
 class QuerySplit:
@@ -156,6 +161,8 @@ class RankingNet(NeuralNet):
             return super().infer(x, **fit_params)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
+        if CLICK_WEIGHTS in X:
+            return self.criterion_(y_pred, y_true, X["mask"], weights=X.get("weights"), click_weights=X[CLICK_WEIGHTS])
         return self.criterion_(y_pred, y_true, X["mask"], weights=X.get("weights"))
 
     def check_finite_loss(self, loss, where):

@@ -1,0 +1,195 @@
+"""Inverse propensity weighting in training: the click losses, fit(..., propensity=...), and IPS validation."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
+from sklearn_ltr.clicks import inverse_propensity_weights
+from sklearn_ltr.datasets import make_ranking, observation_propensity, simulate_clicks
+from sklearn_ltr.losses import ranknet, sigmoid_cross_entropy, softmax_cross_entropy
+from sklearn_ltr.metrics import ndcg_score
+from sklearn_ltr.training import ValidationNDCG
+from sklearn_ltr.training._batches import CLICK_WEIGHTS
+
+CLICK_LOSSES = [sigmoid_cross_entropy, softmax_cross_entropy, ranknet]
+
+
+@pytest.fixture(scope="module")
+def click_log():
+    X, y, qid = make_ranking(n_queries=40, n_features=5, random_state=0)
+    positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=0)
+    return X, clicks, qid, observation_propensity(positions)
+
+
+# ------------------------------------------------------------------------------------------ losses
+
+
+def test_click_weights_by_hand():
+    scores = torch.tensor([[1.0, -0.5, 0.25]])
+    clicks = torch.tensor([[1.0, 0.0, 0.0]])
+    weights = torch.tensor([[4.0, 7.0, 9.0]])  # the non-clicks' weights are never read
+    softplus = torch.nn.functional.softplus
+    # Pointwise: the clicked document's relevance term times 4, the non-clicks' terms as they were.
+    expected = (4 * softplus(-scores[0, 0]) + softplus(scores[0, 1]) + softplus(scores[0, 2])) / 3
+    assert sigmoid_cross_entropy(scores, clicks, click_weights=weights).item() == pytest.approx(expected.item())
+    # Softmax: -4 log softmax(s)_0 (the target 4 * 1 / 1 click).
+    expected = -4 * torch.log_softmax(scores, dim=1)[0, 0]
+    assert softmax_cross_entropy(scores, clicks, click_weights=weights).item() == pytest.approx(expected.item())
+    # RankNet: the two click/non-click pairs weigh 4, the non-click tie 1; mean over the 3 pairs.
+    tie = math.log(2 * math.cosh((-0.5 - 0.25) / 2))
+    expected = (4 * softplus(-(scores[0, 0] - scores[0, 1])) + 4 * softplus(-(scores[0, 0] - scores[0, 2])) + tie) / 3
+    assert ranknet(scores, clicks, click_weights=weights).item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_two_clicked_documents_pair_at_the_larger_weight():
+    scores, clicks = torch.tensor([[0.3, 0.1]]), torch.tensor([[1.0, 1.0]])
+    weighted = ranknet(scores, clicks, click_weights=torch.tensor([[2.0, 5.0]]))
+    assert weighted.item() == pytest.approx(5 * ranknet(scores, clicks).item())
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(CLICK_LOSSES))
+def test_unit_weights_are_the_unweighted_loss(seed, loss):
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(3, 6, generator=g)
+    clicks = (torch.rand(3, 6, generator=g) < 0.3).float()
+    mask = torch.rand(3, 6, generator=g) < 0.8
+    ones = torch.ones(3, 6)
+    assert torch.equal(loss(scores, clicks, mask, click_weights=ones), loss(scores, clicks, mask))
+
+
+@pytest.mark.parametrize("loss", CLICK_LOSSES)
+def test_padding_weights_are_never_read(loss):
+    scores, clicks = torch.tensor([[1.0, 0.0, 5.0]]), torch.tensor([[1.0, 0.0, 1.0]])
+    mask = torch.tensor([[True, True, False]])
+    a = loss(scores, clicks, mask, click_weights=torch.tensor([[3.0, 1.0, float("nan")]]))
+    b = loss(scores, clicks, mask, click_weights=torch.tensor([[3.0, 1.0, 1e9]]))
+    assert torch.isfinite(a) and a.item() == b.item()
+
+
+@pytest.mark.parametrize("loss", CLICK_LOSSES)
+def test_bad_click_weights_are_refused(loss):
+    scores, clicks = torch.zeros(1, 2), torch.tensor([[1.0, 0.0]])
+    with pytest.raises(ValueError, match="click_weights must have the shape"):
+        loss(scores, clicks, click_weights=torch.ones(1, 3))
+    for bad in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="click_weights must be finite and >= 0"):
+            loss(scores, clicks, click_weights=torch.tensor([[bad, 1.0]]))
+
+
+def test_softmax_target_refuses_click_weights():
+    with pytest.raises(ValueError, match="target='linear'"):
+        softmax_cross_entropy(torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]), target="softmax",
+                              click_weights=torch.ones(1, 2))
+
+
+# ------------------------------------------------------------------------------------------ fit
+
+
+def _recording_loss(seen):
+    def loss(scores, labels, mask, *, weights=None, click_weights=None):
+        seen.append((labels[mask].numpy().copy(), click_weights[mask].numpy().copy()))
+        return sigmoid_cross_entropy(scores, labels, mask, click_weights=click_weights)
+    return loss
+
+
+def test_the_loss_receives_clipped_inverse_propensities_of_the_rows(click_log):
+    X, clicks, qid, _ = click_log
+    propensity = np.random.default_rng(0).choice([1.0, 0.5, 0.2, 0.01], size=len(clicks))
+    seen = []
+    RankNetRanker(hidden_sizes=(4,), loss=_recording_loss(seen), max_epochs=1, batch_size=len(np.unique(qid)),
+                  random_state=0).fit(X, clicks, qid, propensity=propensity)
+    labels, weights = seen[0]
+    # Every row reaches the loss once, with 1 / max(p, 0.05): inverted (a propensity of 0.5 weighs 2) and
+    # clipped (0.01 weighs 20, not 100).
+    assert sorted(np.unique(weights).tolist()) == [1.0, 2.0, 5.0, 20.0]
+    assert np.bincount(np.searchsorted([1.0, 2.0, 5.0, 20.0], weights), minlength=4).tolist() == [
+        int(np.sum(propensity == p)) for p in (1.0, 0.5, 0.2, 0.01)]
+    assert labels.sum() == clicks.sum()
+
+
+@pytest.mark.parametrize(("ranker", "loss"), [(RankNetRanker, "sigmoid_ce"), (RankNetRanker, "ranknet"),
+                                              (DASALCRanker, "softmax"), (SetRankRanker, "softmax")])
+def test_unit_propensities_train_the_unweighted_model(click_log, ranker, loss):
+    X, clicks, qid, propensity = click_log
+    params = {"max_epochs": 2, "random_state": 0, "loss": loss}
+    plain = ranker(**params).fit(X, clicks, qid).predict(X, qid)
+    ones = ranker(**params).fit(X, clicks, qid, propensity=np.ones(len(clicks))).predict(X, qid)
+    weighted = ranker(**params).fit(X, clicks, qid, propensity=propensity).predict(X, qid)
+    np.testing.assert_array_equal(ones, plain)
+    assert np.abs(weighted - plain).max() > 1e-3
+
+
+def test_propensities_below_the_clip_train_one_model(click_log):
+    X, clicks, qid, propensity = click_log
+    params = {"hidden_sizes": (8,), "max_epochs": 2, "random_state": 0, "loss": "sigmoid_ce"}
+    at_clip = RankNetRanker(**params).fit(X, clicks, qid, propensity=np.maximum(propensity, 0.05))
+    below = RankNetRanker(**params).fit(X, clicks, qid, propensity=np.minimum(propensity, 0.05) * 0 + np.where(
+        propensity < 0.05, 1e-4, propensity))
+    np.testing.assert_array_equal(at_clip.predict(X), below.predict(X))
+
+
+def test_propensity_errors_name_the_fix(click_log):
+    X, clicks, qid, propensity = click_log
+    with pytest.raises(ValueError, match="takes no click weights: use loss='sigmoid_ce'"):
+        RankNetRanker(loss="lambdarank", max_epochs=1).fit(X, clicks, qid, propensity=propensity)
+    with pytest.raises(ValueError, match="y must hold clicks"):
+        RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks * 2, qid, propensity=propensity)
+    with pytest.raises(ValueError, match="look like inverse-propensity weights"):
+        RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks, qid, propensity=1 / propensity)
+    with pytest.raises(ValueError, match="has 3 values but X has"):
+        RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks, qid, propensity=propensity[:3])
+
+
+def test_propensity_is_routed_like_groups(click_log):
+    import sklearn
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, clicks, qid, propensity = click_log
+    params = {"hidden_sizes": (8,), "max_epochs": 2, "random_state": 0, "loss": "sigmoid_ce"}
+    direct = RankNetRanker(**params).fit(StandardScaler().fit_transform(X), clicks, qid, propensity=propensity)
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(StandardScaler(), RankNetRanker(**params).set_fit_request(
+            groups=True, propensity=True)).fit(X, clicks, groups=qid, propensity=propensity)
+    np.testing.assert_array_equal(pipe.predict(X), direct.predict(StandardScaler().fit_transform(X)))
+
+
+# ------------------------------------------------------------------------------------------ validation
+
+
+def test_held_out_validation_is_the_ips_estimate():
+    callback = ValidationNDCG(k=2).initialize()
+    callback.on_epoch_begin(None)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    labels = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    scores = torch.tensor([[3.0, 2.0, 1.0], [0.5, 0.2, 9.0]])
+    weights = torch.tensor([[1.0, 1.0, 4.0], [1.0, 2.0, 1.0]])
+    callback.on_batch_end(None, batch=({"mask": mask, CLICK_WEIGHTS: weights}, labels), training=False, y_pred=scores)
+    total, n, bad = callback._held_out_totals().tolist()
+    # Query 1: weighted clicks 1 (rank 1) and 4 (rank 3, past k=2): DCG 1, ideal 4 + 1/log2(3).
+    # Query 2: weighted click 2 at rank 2: DCG 2/log2(3), ideal 2.
+    first = 1 / (4 + 1 / math.log2(3))
+    second = (2 / math.log2(3)) / 2
+    assert (n, bad) == (2, 0) and total == pytest.approx(first + second)
+    unweighted = ndcg_score(labels[mask].numpy(), scores[mask].numpy(), np.repeat([0, 1], [3, 2]), k=2)
+    assert total / n != pytest.approx(unweighted)
+
+
+def test_early_stopping_reads_the_ips_estimate(click_log):
+    X, clicks, qid, propensity = click_log
+    params = {"hidden_sizes": (8,), "max_epochs": 2, "random_state": 0, "loss": "sigmoid_ce",
+              "early_stopping": True, "validation_fraction": 0.5}
+    fitted = RankNetRanker(**params).fit(X, clicks, qid, propensity=propensity)
+    plain = RankNetRanker(**params).fit(X, clicks, qid, propensity=np.ones(len(clicks)))
+    clicks_as_labels = RankNetRanker(**params).fit(X, clicks, qid)
+    # Unit propensities: the IPS estimate is the NDCG of the clicks with linear gains, which for 0/1 clicks is
+    # the NDCG of the clicks; with the log's propensities it is another number.
+    np.testing.assert_allclose(plain.history_[:, "valid_ndcg@10"], clicks_as_labels.history_[:, "valid_ndcg@10"])
+    assert np.abs(np.subtract(fitted.history_[:, "valid_ndcg@10"], plain.history_[:, "valid_ndcg@10"])).max() > 1e-3
+    assert inverse_propensity_weights(propensity).max() > 1
