@@ -193,3 +193,24 @@ def test_early_stopping_reads_the_ips_estimate(click_log):
     np.testing.assert_allclose(plain.history_[:, "valid_ndcg@10"], clicks_as_labels.history_[:, "valid_ndcg@10"])
     assert np.abs(np.subtract(fitted.history_[:, "valid_ndcg@10"], plain.history_[:, "valid_ndcg@10"])).max() > 1e-3
     assert inverse_propensity_weights(propensity).max() > 1
+
+
+def test_early_stopping_monitors_a_separate_validation_click_log():
+    X, y, qid = make_ranking(n_queries=90, n_features=5, random_state=1)
+    positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=1)
+    propensity = observation_propensity(positions)
+    train, val = qid < 60, qid >= 60
+    valid = ValidationNDCG(k=5, X=X[val], y=clicks[val], groups=qid[val], propensity=propensity[val])
+    ranker = RankNetRanker(hidden_sizes=(8,), loss="sigmoid_ce", early_stopping=True, n_iter_no_change=2,
+                           max_epochs=8, callbacks=[("clicks", valid)], random_state=0)
+    ranker.fit(X[train], clicks[train], qid[train])
+    history = ranker.history_
+    # Nothing of the training log is held out, and the kept epoch is the best of the separate log's IPS-NDCG@5.
+    assert "valid_ndcg@10" not in history[-1] and "valid_loss" not in history[-1]
+    values = history[:, "valid_ndcg@5"]
+    assert ranker.best_iteration_ == int(np.argmax(values)) + 1
+    weighted = clicks[val] / np.maximum(propensity[val], 0.05)
+    expected = ndcg_score(weighted, ranker.predict(X[val]), qid[val], k=5, gain="linear")
+    assert values[ranker.best_iteration_ - 1] == pytest.approx(expected, rel=1e-6)
+    # The user's callback object is untouched (fit works on copies).
+    assert not hasattr(valid, "dataset_")

@@ -106,20 +106,33 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         return self.__sklearn_tags__().ranker_tags.list_context
 
     def _callbacks(self):
-        callbacks = []
+        # Copies, so that a fit never mutates the user's callback objects (clone stays clean).
+        extra = copy.deepcopy(list(self.callbacks or []))
+        # A ValidationNDCG of a separate set among them is what early stopping monitors (e.g. a
+        # validation click log: held-out pages of the training queries tell little of overfitting).
+        def is_separate(entry):
+            callback = entry[1] if isinstance(entry, tuple) else entry
+            return isinstance(callback, ValidationNDCG) and callback.X is not None
+
+        # They run first, so that the epoch's value is in the history when early stopping reads it.
+        callbacks = [entry for entry in extra if is_separate(entry)]
+        separate = [entry[1] if isinstance(entry, tuple) else entry for entry in callbacks]
+        extra = [entry for entry in extra if not is_separate(entry)]
         fraction = self.validation_fraction
-        if self.early_stopping and fraction is None:
+        monitor = "valid_ndcg@10"
+        if self.early_stopping and separate and fraction is None:
+            monitor = separate[0].name
+        elif self.early_stopping and fraction is None:
             fraction = 0.1
         if fraction is not None:
             callbacks.append(("valid_ndcg", ValidationNDCG(k=10)))
         if self.early_stopping:
             callbacks.append(("early_stopping", EarlyStopping(
-                monitor="valid_ndcg@10", lower_is_better=False, patience=self.n_iter_no_change, load_best=True,
+                monitor=monitor, lower_is_better=False, patience=self.n_iter_no_change, load_best=True,
             )))
         if self.verbose >= 2:
             callbacks.append(("progress_bar", ProgressBar()))
-        # Copies, so that a fit never mutates the user's callback objects (clone stays clean).
-        callbacks.extend(copy.deepcopy(list(self.callbacks or [])))
+        callbacks.extend(extra)
         return callbacks, fraction
 
     def _seeds(self):

@@ -137,7 +137,10 @@ _TRAINING = {
     ),
     "early_stopping": (
         "early_stopping : bool, default=False\n    Stop when the validation NDCG@10 has not improved for\n"
-        "    ``n_iter_no_change`` epochs and restore the best epoch's weights\n    (``best_iteration_``).",
+        "    ``n_iter_no_change`` epochs and restore the best epoch's weights\n    (``best_iteration_``). "
+        "With a :class:`~sklearn_ltr.training.ValidationNDCG` of a\n    separate set in ``callbacks`` (and "
+        "``validation_fraction=None``), its\n    value is monitored and nothing is held out: the recipe for "
+        "click\n    logs, with a validation log of other queries.",
         ["boolean"],
     ),
     "n_iter_no_change": (

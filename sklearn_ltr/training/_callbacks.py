@@ -6,13 +6,14 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 
+from sklearn_ltr.clicks import inverse_propensity_weights
 from sklearn_ltr.training._batches import CLICK_WEIGHTS
 
 __all__ = ["ValidationNDCG"]
 
 
 class ValidationNDCG(Callback):
-    """Record the mean NDCG@k of validation queries after each epoch in the net's history.
+    r"""Record the mean NDCG@k of validation queries after each epoch in the net's history.
 
     Two sources of validation queries:
 
@@ -41,18 +42,43 @@ class ValidationNDCG(Callback):
     X : ndarray of shape (n_samples, n_features), default=None
         Features of a separate validation set.
     y : ndarray of shape (n_samples,), default=None
-        Its graded relevance labels.
+        Its graded relevance labels, or its clicks (0/1) with ``propensity``.
     groups : ndarray of shape (n_samples,), default=None
-        Its query ids.
+        Its query (or result page) ids.
+    propensity : ndarray of shape (n_samples,), default=None
+        For a separate validation *click log*: each row's examination propensity. The
+        callback then records the IPS estimate of NDCG@k (the weighted clicks
+        :math:`c_i / \max(p_i, 0.05)` with linear gains), as for held-out click weights.
     name : str, default=None
         History key; ``"valid_ndcg@{k}"`` by default.
+
+    Examples
+    --------
+    Early stopping on a separate validation click log: with ``early_stopping=True``, a neural
+    ranker monitors the ``ValidationNDCG`` of a separate set found in its ``callbacks`` and
+    holds out nothing of the training data.
+
+    >>> from sklearn_ltr import RankNetRanker
+    >>> from sklearn_ltr.datasets import make_ranking, observation_propensity, simulate_clicks
+    >>> from sklearn_ltr.training import ValidationNDCG
+    >>> X, y, qid = make_ranking(n_queries=60, n_features=5, random_state=0)
+    >>> positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=0)
+    >>> train, val = qid < 40, qid >= 40
+    >>> valid = ValidationNDCG(k=5, X=X[val], y=clicks[val], groups=qid[val],
+    ...                        propensity=observation_propensity(positions[val]))
+    >>> ranker = RankNetRanker(loss="sigmoid_ce", early_stopping=True, max_epochs=3, callbacks=[valid],
+    ...                        random_state=0)
+    >>> ranker = ranker.fit(X[train], clicks[train], qid[train])
+    >>> len(ranker.history_[:, "valid_ndcg@5"]) == ranker.n_iter_
+    True
     """
 
-    def __init__(self, k=10, *, X=None, y=None, groups=None, name=None):
+    def __init__(self, k=10, *, X=None, y=None, groups=None, propensity=None, name=None):
         self.k = k
         self.X = X
         self.y = y
         self.groups = groups
+        self.propensity = propensity
         self.name_ = name
 
     @property
@@ -116,7 +142,10 @@ class ValidationNDCG(Callback):
         if self.dataset_ is not None:
             scores = self.query_groups_.unsort(net.score_rows(self.dataset_))
             finite = np.isfinite(scores).all()
-            value = ndcg_score(np.asarray(self.y), scores, np.asarray(self.groups), k=self.k) if finite else np.nan
+            labels, gain = np.asarray(self.y), "exponential"
+            if self.propensity is not None:  # a click log: the IPS estimate (see the class docstring)
+                labels, gain = labels * inverse_propensity_weights(self.propensity, n_samples=len(labels)), "linear"
+            value = ndcg_score(labels, scores, np.asarray(self.groups), k=self.k, gain=gain) if finite else np.nan
             net.history.record(self.name, float(value))
             return
         totals = net.reduce_sum(self._held_out_totals())
