@@ -45,6 +45,7 @@ from sklearn_ltr.nn._two_tower_loss import (
     TwoTowerClickLoss,
     TwoTowerOutput,
     click_log_likelihood,
+    dual_learning_loss,
     linear_adversary_loss,
 )
 
@@ -65,6 +66,7 @@ __all__ = [
     "TwoTowerScorer",
     "attention_kernel",
     "click_log_likelihood",
+    "dual_learning_loss",
     "gradient_reversal",
     "linear_adversary_loss",
     "mlp",

@@ -15,14 +15,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["ADVERSARY_RIDGE", "COMBINATIONS", "REVERSAL_TARGETS", "TwoTowerClickLoss", "TwoTowerOutput",
-           "click_log_likelihood", "linear_adversary_loss"]
+__all__ = ["ADVERSARY_RIDGE", "COMBINATIONS", "DLA_MAX_WEIGHT", "REVERSAL_TARGETS", "TwoTowerClickLoss",
+           "TwoTowerOutput", "click_log_likelihood", "dual_learning_loss", "linear_adversary_loss"]
 
 #: How the two towers' logits :math:`r` and :math:`o` make a click probability: ``"additive"``,
 #: :math:`\sigma(r + o)`, or ``"multiplicative"`` (PAL), :math:`\sigma(r)\,\sigma(o)`. The values of
 #: the ``combination`` parameter of :class:`TwoTowerClickLoss`, :func:`click_log_likelihood` and
-#: ``TwoTowerDebiasedRanker``.
-COMBINATIONS = ("additive", "multiplicative")
+#: ``TwoTowerDebiasedRanker``; ``"dla"`` (:class:`TwoTowerClickLoss` and the ranker only) is the dual
+#: learning algorithm, which has no click likelihood (see :func:`dual_learning_loss`).
+COMBINATIONS = ("additive", "multiplicative", "dla")
+#: Largest inverse weight of the dual learning algorithm: ``1 / sklearn_ltr.clicks.PROPENSITY_CLIP``.
+DLA_MAX_WEIGHT = 20.0
 #: Targets the adversary predicts from the observation logit (see :func:`linear_adversary_loss`).
 REVERSAL_TARGETS = ("relevance", "clicks")
 #: Ridge :math:`\mu` of the adversary's least squares, in squared logit units (see :func:`linear_adversary_loss`).
@@ -122,10 +125,94 @@ def click_log_likelihood(relevance, observation, clicks, combination="additive")
         logit = relevance + observation
         return clicks * F.logsigmoid(logit) + (1 - clicks) * F.logsigmoid(-logit)
     if combination != "multiplicative":
-        raise ValueError(f"combination must be one of {COMBINATIONS}; got {combination!r}.")
+        raise ValueError(
+            f"combination must be 'additive' or 'multiplicative' (a click likelihood); got {combination!r}.")
     log_click = F.logsigmoid(relevance) + F.logsigmoid(observation)
     log_rest = torch.logsumexp(torch.stack([-relevance, -observation, -relevance - observation]), dim=0)
     return clicks * log_click + (1 - clicks) * (log_rest + log_click)
+
+
+def _inverse_ratio(logits, mask, max_weight):
+    """``min(exp(max_j z_j - z_i), max_weight)`` over each list's real documents, detached; 1 on padding."""
+    logits = torch.where(mask, logits.detach(), -torch.inf)
+    top = logits.max(dim=1, keepdim=True).values
+    ratio = torch.exp(torch.where(mask, top - logits, 0.0))
+    return ratio.clamp(max=max_weight)
+
+
+def _weighted_softmax_ce(logits, clicks, weights, mask):
+    """Per list ``-sum_i c_i w_i log softmax(z)_i / sum_i c_i`` (0 for a list without a click)."""
+    log_p = torch.log_softmax(torch.where(mask, logits, -torch.inf), dim=1)
+    per_doc = torch.where(mask & (clicks > 0), clicks * weights * log_p, 0.0)
+    n_clicks = clicks.sum(dim=1)
+    return -per_doc.sum(dim=1) / n_clicks.clamp(min=1.0)
+
+
+def dual_learning_loss(relevance, observation, clicks, mask, weights=None, *, max_weight=DLA_MAX_WEIGHT):
+    r"""The dual learning algorithm (DLA): relevance and examination, each learned by inverse weighting with the other.
+
+    Ai et al. (2018) treat the estimation of examination propensities as the mirror image of
+    learning relevance from clicks: a click needs the document examined *and* relevant, so
+    the clicks weighted by the inverse relevance estimate are an unbiased signal of
+    examination, as the clicks weighted by the inverse propensity are of relevance. With
+    :math:`\hat P_i = \mathrm{softmax}(o)_i` and :math:`\hat R_i = \mathrm{softmax}(r)_i` over
+    the documents of a list, both towers minimise a softmax cross-entropy on the clicks:
+
+    .. math::
+        \ell^{r}_q = -rac{1}{\sum_i c_i} \sum_i c_i\, rac{\hat P_{\max}}{\hat P_i} \log \hat R_i,
+        \qquad
+        \ell^{o}_q = -rac{1}{\sum_i c_i} \sum_i c_i\, rac{\hat R_{\max}}{\hat R_i} \log \hat P_i,
+
+    with :math:`\hat P_{\max}` the largest estimate of the list (the best-examined position
+    shown; position 1 when it is there) and likewise :math:`\hat R_{\max}`. The weights are
+    constants for autograd and clipped at ``max_weight``; the loss is :math:`\ell^r_q +
+    \ell^o_q`, averaged over the lists with a click (weighted by ``weights``).
+
+    Parameters
+    ----------
+    relevance, observation : torch.Tensor of shape (batch, list)
+        The relevance logits :math:`r` and observation logits :math:`o` of the documents.
+    clicks : torch.Tensor of shape (batch, list)
+        1 where a document was clicked, else 0.
+    mask : torch.Tensor of bool, shape (batch, list)
+        True on real documents.
+    weights : torch.Tensor of shape (batch,), default=None
+        Non-negative weight of each list (None: all 1).
+    max_weight : float, default=DLA_MAX_WEIGHT
+        Clip of the inverse weights (20: the inverse of :data:`sklearn_ltr.clicks.PROPENSITY_CLIP`).
+
+    Returns
+    -------
+    loss : torch.Tensor of shape ()
+
+    References
+    ----------
+    Q. Ai, K. Bi, C. Luo, J. Guo and W. B. Croft. "Unbiased Learning to Rank with Unbiased
+    Propensity Estimation." SIGIR 2018.
+
+    Examples
+    --------
+    One list of two documents, the first clicked: the relevance tower learns to put it first,
+    the observation tower to make its position the most examined.
+
+    >>> import torch
+    >>> from sklearn_ltr.nn import dual_learning_loss
+    >>> r = torch.zeros(1, 2, requires_grad=True)
+    >>> o = torch.zeros(1, 2, requires_grad=True)
+    >>> loss = dual_learning_loss(r, o, torch.tensor([[1.0, 0.0]]), torch.ones(1, 2, dtype=torch.bool))
+    >>> round(loss.item(), 4)  # 2 log 2: both softmaxes uniform, both weights 1
+    1.3863
+    >>> loss.backward()
+    >>> r.grad, o.grad
+    (tensor([[-0.5000,  0.5000]]), tensor([[-0.5000,  0.5000]]))
+    """
+    clicks = torch.where(mask, clicks.float(), 0.0)
+    relevance, observation = relevance.float(), observation.float()
+    per_list = (_weighted_softmax_ce(relevance, clicks, _inverse_ratio(observation, mask, max_weight), mask)
+                + _weighted_softmax_ce(observation, clicks, _inverse_ratio(relevance, mask, max_weight), mask))
+    has_click = (clicks.sum(dim=1) > 0).to(per_list.dtype)
+    weight = has_click if weights is None else has_click * weights.to(per_list.dtype)
+    return (weight * per_list).sum() / weight.sum().clamp(min=torch.finfo(per_list.dtype).tiny)
 
 
 def _mean_per_query(per_doc, mask, weights=None):
@@ -263,12 +350,15 @@ class TwoTowerClickLoss(nn.Module):
 
     Parameters
     ----------
-    combination : {"additive", "multiplicative"}, default="additive"
-        How the two towers make the click probability (see :func:`click_log_likelihood`).
+    combination : {"additive", "multiplicative", "dla"}, default="additive"
+        How the two towers make the click probability (see :func:`click_log_likelihood`), or
+        ``"dla"``: the dual learning algorithm (:func:`dual_learning_loss`) in place of the likelihood.
     reversal_target : {"relevance", "clicks"}, default="relevance"
         Target :math:`t_i` of the adversary: the detached :math:`\sigma(r_i)` or the click.
     adversary_ridge : float, default=ADVERSARY_RIDGE
         Ridge :math:`\mu` of the adversary (see :func:`linear_adversary_loss`).
+    max_weight : float, default=DLA_MAX_WEIGHT
+        Clip of the dual learning algorithm's inverse weights.
 
     See Also
     --------
@@ -302,9 +392,11 @@ class TwoTowerClickLoss(nn.Module):
     #: Sum over the processes of data-parallel training (set by ``nn.set_reduce_sum``), or None.
     reduce_sum = None
 
-    def __init__(self, combination="additive", reversal_target="relevance", adversary_ridge=ADVERSARY_RIDGE):
+    def __init__(self, combination="additive", reversal_target="relevance", adversary_ridge=ADVERSARY_RIDGE,
+                 max_weight=DLA_MAX_WEIGHT):
         super().__init__()
         self.combination = combination
+        self.max_weight = max_weight
         self.reversal_target = reversal_target
         self.adversary_ridge = adversary_ridge
 
@@ -334,7 +426,10 @@ class TwoTowerClickLoss(nn.Module):
             combination = self.combination
         relevance, observation = output.relevance.float(), output.observation.float()
         clicks = torch.where(mask, clicks.float(), 0.0)
-        loss = _mean_per_query(-click_log_likelihood(relevance, observation, clicks, combination), mask, weights)
+        if combination == "dla":
+            loss = dual_learning_loss(relevance, observation, clicks, mask, weights, max_weight=self.max_weight)
+        else:
+            loss = _mean_per_query(-click_log_likelihood(relevance, observation, clicks, combination), mask, weights)
         if output.adversary is not None:
             target = clicks if self.reversal_target == "clicks" else torch.sigmoid(relevance).detach()
             loss = loss + linear_adversary_loss(output.adversary.float(), target, mask, weights,

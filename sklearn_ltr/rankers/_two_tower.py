@@ -11,6 +11,7 @@ from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_ltr._validation import check_relevance
+from sklearn_ltr.clicks import PROPENSITY_CLIP
 from sklearn_ltr.nn import ACTIVATIONS
 from sklearn_ltr.nn._two_tower import TwoTowerScorer
 from sklearn_ltr.nn._two_tower_loss import COMBINATIONS, REVERSAL_TARGETS, TwoTowerClickLoss
@@ -148,8 +149,11 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         Dropout after each hidden layer of the relevance tower.
     batch_norm : bool, default=False
         Batch normalisation in the relevance tower.
-    combination : {"additive", "multiplicative"}, default="additive"
-        ``sigmoid(r + o)`` or PAL's ``sigmoid(r) * sigmoid(o)``.
+    combination : {"additive", "multiplicative", "dla"}, default="additive"
+        ``sigmoid(r + o)`` or PAL's ``sigmoid(r) * sigmoid(o)``, trained by the clicks'
+        likelihood; or ``"dla"``, the dual learning algorithm (Ai et al., 2018): each tower
+        trained by a softmax cross-entropy on the clicks weighted by the other tower's inverse
+        estimate, clipped at 20 (:func:`~sklearn_ltr.nn.dual_learning_loss`).
     max_position : int, default=50
         Positions above it share one observation logit (1-D positions only).
     observation_hidden_sizes : tuple of int, default=()
@@ -176,7 +180,9 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         Learned examination propensity of positions ``1 .. max_position`` (1-D positions
         only). Multiplicative: :math:`\sigma(o_p)`. Additive: :math:`e^{o_p - o_1}`, the
         click-odds ratio to position 1, which is the relative examination propensity when
-        clicks are rare (the additive model has no absolute one).
+        clicks are rare (the additive model has no absolute one). DLA: :math:`e^{o_p - o_1}`,
+        the ratio of the examination estimates :math:`\mathrm{softmax}(o)` of position ``p``
+        and position 1.
     observation_logits_ : ndarray of shape (max_position,)
         :math:`o_p` for ``p = 1 .. max_position`` (1-D positions only).
     n_bias_features_ : int or None
@@ -206,6 +212,9 @@ class TwoTowerDebiasedRanker(NeuralRanker):
 
     X. Wang, N. Golbandi, M. Bendersky, D. Metzler and M. Najork. "Position Bias
     Estimation for Unbiased Learning to Rank in Personal Search." WSDM 2018.
+
+    Q. Ai, K. Bi, C. Luo, J. Guo and W. B. Croft. "Unbiased Learning to Rank with Unbiased
+    Propensity Estimation." SIGIR 2018.
 
     H. Guo, J. Yu, Q. Liu, R. Tang and Y. Zhang. "PAL: a Position-bias Aware Learning
     Framework for CTR Prediction in Live Recommender Systems." RecSys 2019.
@@ -349,7 +358,8 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         }
 
     def _criterion_spec(self):
-        return TwoTowerClickLoss, {"combination": self.combination, "reversal_target": self.reversal_target}
+        return TwoTowerClickLoss, {"combination": self.combination, "reversal_target": self.reversal_target,
+                                   "max_weight": 1.0 / PROPENSITY_CLIP}
 
     def _net_extras(self):
         if self.observation_lr is None:
