@@ -121,7 +121,33 @@ STUDY_NAMES = {"mq2008": "MQ2008 (5 folds)", "mslr": "MSLR-shaped (make_ranking)
 #: (``--batch-size 32 --dropout-on output`` / ``--batch-size 64 --dropout-on hidden``), or the library.
 TRAINER_NAMES = {"current": "reference trainer, current version (batches of 32, dropout on o)",
                  "first": "reference trainer, first version (batches of 64, dropout on the hidden units)",
-                 "library": "sklearn_ltr (RankNetRanker, TwoTowerDebiasedRanker)"}
+                 "library": "sklearn_ltr (RankNetRanker, TwoTowerDebiasedRanker), 20 epochs, no early stopping",
+                 "recipe": "sklearn_ltr, the click-log recipe (early stopping on the validation log; IPS; DLA)"}
+DLA = "DLA"
+IPS_ESTIMATED = "IPS (estimated propensities)"
+IPS_TRUE = "IPS (true propensities 1/p)"
+ORACLE = "Oracle (true labels)"
+#: The click-log recipe's variants (``--recipe``): the library's estimators with early stopping on the
+#: validation click log (``ValidationNDCG`` of a separate set in ``callbacks``), which
+#: ``bench_click_training.py`` found to close the gap to the reference trainer; IPS-weighted training with the
+#: propensities estimated by regression EM (and, for headroom, the true 1/p); DLA; and the oracle, the single
+#: tower trained on the true labels of the training queries. Each: the estimator, its parameters, and the
+#: validation rule (``"clicks"``: NDCG@5 of the validation clicks, as the reference trainer; ``"ips"``: the IPS
+#: estimate with the estimated propensities; ``"labels"``: the true labels of the validation queries).
+RECIPE = {
+    "Single Tower": ("ranknet", {"loss": "sigmoid_ce"}, "clicks"),
+    "Two Tower": ("two_tower", {"combination": "additive"}, "clicks"),
+    "PAL multiplicative": ("two_tower", {"combination": "multiplicative"}, "clicks"),
+    "Observation Dropout": ("two_tower", {"combination": "additive", "observation_dropout": 0.2}, "clicks"),
+    "Gradient Reversal": ("two_tower", {"combination": "additive", "gradient_reversal": 0.8,
+                                        "reversal_target": "clicks"}, "clicks"),
+    DLA: ("two_tower", {"combination": "dla"}, "ips"),
+    IPS_ESTIMATED: ("ranknet", {"loss": "sigmoid_ce"}, "ips"),
+    IPS_TRUE: ("ranknet", {"loss": "sigmoid_ce"}, "ips-true"),
+    ORACLE: ("ranknet", {"loss": "sigmoid_ce"}, "labels"),
+}
+#: The click-trained models among which the validation estimates select (the oracle trained on labels).
+SELECTABLE = tuple(m for m in RECIPE if m != ORACLE)
 #: The library's variants: the estimator and its parameters beside the shared ones of ``cfg["library"]``.
 LIBRARY = {
     "Single Tower": ("ranknet", {"loss": "sigmoid_ce"}),
@@ -168,6 +194,8 @@ def split_key(key):
 
 def trainer_of(args):
     """``"library"``, ``"current"``, ``"first"``, or ``"batch<B>-<on>"`` for other reference settings."""
+    if args.recipe:
+        return "recipe"
     if args.library:
         return "library"
     return {(32, "output"): "current", (64, "hidden"): "first"}.get((args.batch_size, args.dropout_on),
@@ -215,16 +243,16 @@ def _click_data(study, fold, w, seed, splits, y_max, cfg):
                                                 y_max=y_max)
         kept = downsample_negatives(clicks, cfg["keep"], rng)
         rows, positions, clicks, session = rows[kept], positions[kept], clicks[kept], session[kept]
-        v_rows, _, v_clicks, v_session = _log(y_val, qid_val, w=w, protocol=protocol, sessions=cfg["sessions"],
-                                              rng=rng, y_max=y_max)
-        yield protocol, (X[rows], clicks, positions, session), (X_val[v_rows], v_clicks, v_session)
+        v_rows, v_positions, v_clicks, v_session = _log(y_val, qid_val, w=w, protocol=protocol,
+                                                        sessions=cfg["sessions"], rng=rng, y_max=y_max)
+        yield protocol, (X[rows], clicks, positions, session), (X_val[v_rows], v_clicks, v_session, v_positions)
 
 
 def _reference_results(train, val, X_test, seed, cfg):
     X, clicks, positions, session = train
     results = {}
     for method in METHODS:
-        fit = fit_reference(method, X, clicks, positions, session, *val, seed, **cfg["trainer"])
+        fit = fit_reference(method, X, clicks, positions, session, *val[:3], seed, **cfg["trainer"])
         results[method] = {"scores": fit.predict(X_test), "epochs": fit.n_epochs, "best_epoch": fit.best_epoch,
                            "curve": None if fit.curve is None else fit.curve.tolist()}
     scaler = StandardScaler().fit(X)
@@ -264,6 +292,76 @@ def _library_results(train, X_test, seed, cfg):
     return results
 
 
+def _estimate_propensities(train, seed, keep):
+    """Regression-EM propensities of the training log (non-clicks weighted 1 / keep: the log was down-sampled)."""
+    from sklearn_ltr.clicks import estimate_propensity_em
+
+    X, clicks, positions, session = train
+    weight = np.where(clicks == 1, 1.0, 1.0 / keep)
+    return estimate_propensity_em(X, clicks, positions, session, max_position=20, sample_weight=weight,
+                                  n_bootstrap=0, random_state=seed, n_jobs=1)
+
+
+def _recipe_results(train, val, splits, X_test, seed, cfg, y_max):
+    """The click-log recipe's variants (:data:`RECIPE`), and each one's validation estimates for model selection.
+
+    Besides the test scores, each variant records its scores' NDCG@5 of the validation clicks
+    (``val_clicks``) and their IPS-NDCG@5 with the estimated (``val_ips``) and the true (``val_ips_true``)
+    propensities, so that the report can say how well each estimate ranks the models.
+    """
+    from sklearn_ltr.datasets import observation_propensity
+    from sklearn_ltr.metrics import ndcg_score
+    from sklearn_ltr.training import ValidationNDCG
+
+    X, clicks, positions, session = train
+    X_val, v_clicks, v_session, v_positions = val
+    scaler = StandardScaler().fit(X)
+    X_std, X_test_std = scaler.transform(X).astype(np.float32), scaler.transform(X_test).astype(np.float32)
+    X_val_std = scaler.transform(X_val).astype(np.float32)
+    estimate = _estimate_propensities(train, seed, cfg["keep"])
+    propensity = {"ips": estimate.propensity_of(positions), "ips-true": observation_propensity(positions)}
+    v_propensity = {"ips": estimate.propensity_of(v_positions), "ips-true": observation_propensity(v_positions)}
+    shared = {k: v for k, v in cfg["recipe"].items() if k not in ("max_position", "observation_lr")}
+    two_tower = cfg["recipe"]
+    results = {}
+    for method, (kind, params, rule) in RECIPE.items():
+        if rule == "labels":
+            X_lab, y_lab, qid_lab = splits["train"]
+            X_lv, y_lv, qid_lv = splits["vali"]
+            labels_scaler = StandardScaler().fit(X_lab)
+            valid = ValidationNDCG(k=5, X=labels_scaler.transform(X_lv).astype(np.float32), y=y_lv, groups=qid_lv)
+            model = RankNetRanker(random_state=seed, device="cpu", early_stopping=True, callbacks=[valid],
+                                  loss_params={"max_label": y_max}, **shared, **params)
+            model.fit(labels_scaler.transform(X_lab).astype(np.float32), y_lab, qid_lab)
+            scores, v_scores = (model.predict(labels_scaler.transform(Z).astype(np.float32)) for Z in (X_test, X_val))
+        else:
+            p_val = None if rule == "clicks" else v_propensity[rule]
+            valid = ValidationNDCG(k=5, X=X_val_std, y=v_clicks, groups=v_session, propensity=p_val)
+            fit_params = {} if rule == "clicks" or kind == "two_tower" else {"propensity": propensity[rule]}
+            if kind == "ranknet":
+                model = RankNetRanker(random_state=seed, device="cpu", early_stopping=True, callbacks=[valid],
+                                      **shared, **params)
+                model.fit(X_std, clicks, session, **fit_params)
+            else:
+                model = TwoTowerDebiasedRanker(random_state=seed, device="cpu", early_stopping=True,
+                                               callbacks=[valid], **two_tower, **params)
+                model.fit(X_std, clicks, session, positions=positions)
+            scores, v_scores = model.predict(X_test_std), model.predict(X_val_std)
+        curve = None
+        if kind == "two_tower":
+            curve = model.observation_curve_[:CURVE_POSITIONS]
+            curve = (curve / curve[0]).tolist()
+        results[method] = {
+            "scores": scores, "epochs": model.n_iter_, "best_epoch": model.best_iteration_, "curve": curve,
+            "val_clicks": float(ndcg_score(v_clicks, v_scores, v_session, k=5)),
+            **{f"val_{name.replace('-', '_')}": float(ndcg_score(
+                v_clicks / np.maximum(p, 0.05), v_scores, v_session, k=5, gain="linear"))
+               for name, p in v_propensity.items()},
+        }
+    results["_propensity"] = {"estimated": estimate.propensity_of(np.arange(1, CURVE_POSITIONS + 1)).tolist()}
+    return results
+
+
 def run_cell(study, fold, w, seed, splits, y_max, cfg):
     """Every method of the study's trainer under both protocols for one (study, fold, w, seed).
 
@@ -282,10 +380,13 @@ def run_cell(study, fold, w, seed, splits, y_max, cfg):
     for protocol, train, val in _click_data(study, fold, w, seed, splits, y_max, cfg):
         out["sizes"][protocol] = {"train_rows": len(train[1]), "train_clicks": int(train[1].sum()),
                                   "val_rows": len(val[1]), "val_clicks": int(val[1].sum())}
-        if cfg.get("library"):
+        if cfg.get("recipe"):
+            results = _recipe_results(train, val, splits, X_test, seed, cfg, y_max)
+        elif cfg.get("library"):
             results = _library_results(train, X_test, seed, cfg)
         else:
             results = _reference_results(train, val, X_test, seed, cfg)
+        extra = {key: results.pop(key) for key in [k for k in results if k.startswith("_")]}
         for method, result in results.items():
             scores = np.asarray(result.pop("scores"), dtype=np.float64)
             assert scores.shape == y_test.shape and np.isfinite(scores).all(), (study, protocol, method)
@@ -293,6 +394,8 @@ def run_cell(study, fold, w, seed, splits, y_max, cfg):
             assert np.isfinite(values).all()
             result["ndcg"] = np.round(values, 6).tolist()
         out["results"][protocol] = results
+        if extra:
+            out.setdefault("extra", {})[protocol] = extra
     out["seconds"] = time.perf_counter() - start
     return out
 
@@ -325,18 +428,24 @@ def _ci(values):
 
 def _methods(study_result):
     cell = study_result["cells"][0]["results"][PROTOCOLS[0]]
-    return [m for m in (*METHODS, "PAL multiplicative", LAMBDAMART, OURS) if m in cell]
+    return [m for m in (*METHODS, "PAL multiplicative", DLA, IPS_ESTIMATED, IPS_TRUE, ORACLE, LAMBDAMART, OURS)
+            if m in cell]
 
 
 def _variants(study_result):
     """The two-tower variants of a study, each tested against its Single Tower."""
-    return [m for m in _methods(study_result) if m in (*VARIANTS, "PAL multiplicative")]
+    return [m for m in _methods(study_result) if m in (*VARIANTS, "PAL multiplicative", DLA)]
 
 
 def _curve(study_result, protocol, w, method):
     """Median over folds and seeds of the learned relative observation curve."""
     curves = [c["results"][protocol][method]["curve"] for c in study_result["cells"] if c["w"] == w]
     return np.median(np.asarray(curves, dtype=np.float64), axis=0)
+
+
+def _tested(study_result):
+    """The methods compared with the study's Single Tower: the two-tower variants, IPS and the oracle."""
+    return [m for m in _methods(study_result) if m in (*_variants(study_result), IPS_ESTIMATED, IPS_TRUE, ORACLE)]
 
 
 def summarise(study_result):
@@ -351,7 +460,7 @@ def summarise(study_result):
                 mean, half = _ci(values[method])
                 entry["methods"][method] = {"mean": mean, "ci95": half, "n_queries": len(values[method]),
                                             "seed_sd": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else None}
-            variants = _variants(study_result)
+            variants = _tested(study_result)
             table = paired_significance(values["Single Tower"], {m: values[m] for m in variants},
                                         tests=("t-test", "randomization"), random_state=0)
             for method in variants:
@@ -375,6 +484,10 @@ def _minutes(result):
 
 
 def _trainer_text(cfg):
+    if cfg.get("recipe"):
+        return (json.dumps(cfg["recipe"]) + "; variants: "
+                + "; ".join(f"{m} {json.dumps(params)} (validation: {rule})"
+                            for m, (_, params, rule) in RECIPE.items()))
     if cfg.get("library"):
         return (json.dumps(cfg["library"]) + "; variants: "
                 + "; ".join(f"{m} {json.dumps(params)}" for m, (_, params) in LIBRARY.items()))
@@ -403,6 +516,7 @@ def report(results, machine):
         "randomization test (10,000 sign flips) of the variant against the Single Tower over test queries. "
         "\"Published order\": Single < Two Tower < Observation Dropout < Gradient Reversal on the means.", "",
         machine, "", "Notes:", "", *(f"- {note}" for note in NOTES), "",
+        *recipe_sections(results),
         *final_table(results, summaries),
     ]
     for study, result in results.items():
@@ -434,7 +548,7 @@ def report(results, machine):
                     cells.append(f"{m['mean']:.3f} ± {m['ci95']:.3f}{sd}")
                 lines.append(f"| {method} | " + " | ".join(cells) + " |")
             lines += ["", "Difference from the Single Tower (p):", "", *head]
-            for method in _variants(result):
+            for method in _tested(result):
                 cells = [f"{t['difference']:+.3f} ({_fmt_p(t['randomization_pvalue'])})"
                          for t in (summary[protocol, w]["tests"][method] for w in weights)]
                 lines.append(f"| {method} | " + " | ".join(cells) + " |")
@@ -491,8 +605,9 @@ def plot_curves(results, path):
 # ------------------------------------------------------------- the final table
 
 
-FINAL_VARIANTS = ("Single Tower", "Two Tower", "PAL multiplicative", "Observation Dropout", "Gradient Reversal")
-TRAINER_ORDER = ("current", "first", "library")
+FINAL_VARIANTS = ("Single Tower", "Two Tower", "PAL multiplicative", "Observation Dropout", "Gradient Reversal",
+                  DLA, IPS_ESTIMATED, IPS_TRUE, ORACLE)
+TRAINER_ORDER = ("current", "first", "library", "recipe")
 
 
 def _studies_of(results, dataset):
@@ -504,6 +619,120 @@ def _studies_of(results, dataset):
 def _order_text(entry, methods):
     means = {m: entry["methods"][m]["mean"] for m in methods}
     return " < ".join(sorted(means, key=means.get))
+
+
+def _seed_mean(study_result, protocol, w, method, seeds):
+    """Per-query values over every fold, averaged over ``seeds`` only (so that two studies pair)."""
+    cells = {(c["fold"], c["seed"]): np.asarray(c["results"][protocol][method]["ndcg"])
+             for c in study_result["cells"] if c["w"] == w and c["seed"] in seeds and method in c["results"][protocol]}
+    folds = sorted({f for f, _ in cells})
+    return np.concatenate([np.mean([cells[f, s] for s in seeds], axis=0) for f in folds])
+
+
+def recipe_sections(results, w_final=1.0):
+    """The click-log recipe against the reference trainer, model selection without labels, estimated propensities."""
+    from scipy.stats import kendalltau
+
+    lines = []
+    rows, selection, propensity = [], [], []
+    for dataset in ("mslr", "mq2008"):
+        studies = _studies_of(results, dataset)
+        recipe = studies.get("recipe")
+        if recipe is None or w_final not in recipe["weights"]:
+            continue
+        seeds = sorted(recipe["seeds"])
+        for protocol in PROTOCOLS:
+            name = f"{STUDY_NAMES[dataset]}, {PROTOCOL_NAMES[protocol]}"
+            values = {}
+            for trainer in ("current", "first", "library", "recipe"):
+                study = studies.get(trainer)
+                if study is None or not set(seeds) <= set(study["seeds"]):
+                    continue
+                methods = [m for m in _methods(study) if m not in (ORACLE, LAMBDAMART, OURS)]
+                values[trainer] = {m: _seed_mean(study, protocol, w_final, m, seeds) for m in methods}
+            text = []
+            for trainer, by_method in values.items():
+                best = max(by_method, key=lambda m: by_method[m].mean())
+                text.append((trainer, by_method["Single Tower"], best, by_method[best]))
+            cells = [f"| {name} |"]
+            for _trainer, single, best, best_values in text:
+                cells.append(f" {single.mean():.3f} / {best_values.mean():.3f} ({best}) |")
+            ref_single, rec_single = values["current"]["Single Tower"], values["recipe"]["Single Tower"]
+            ref_best = max(values["current"].values(), key=np.mean)
+            rec_best_name = max(values["recipe"], key=lambda m: values["recipe"][m].mean())
+            tests = paired_significance(ref_single, {"single": rec_single}, tests=("randomization",), random_state=0)
+            tests_best = paired_significance(ref_best, {"best": values["recipe"][rec_best_name]},
+                                             tests=("randomization",), random_state=0)
+            for result in (tests["single"], tests_best["best"]):
+                verdict = "not below" if result.mean_difference >= 0 or result.randomization_pvalue >= 0.05 else \
+                    "**significantly below**"
+                cells.append(f" {result.mean_difference:+.3f} (p {_fmt_p(result.randomization_pvalue)}), {verdict} |")
+            rows.append("".join(cells))
+            oracle = _seed_mean(recipe, protocol, w_final, ORACLE, seeds)
+            rows[-1] += f" {oracle.mean():.3f} |"
+            # Model selection on the validation log.
+            taus = {key: [] for key in ("val_ips", "val_ips_true", "val_clicks")}
+            picked = {key: [] for key in taus}
+            for cell in recipe["cells"]:
+                if cell["w"] != w_final:
+                    continue
+                res = cell["results"][protocol]
+                truth = np.array([np.mean(res[m]["ndcg"]) for m in SELECTABLE])
+                for key in taus:
+                    estimate = np.array([res[m][key] for m in SELECTABLE])
+                    taus[key].append(kendalltau(estimate, truth).statistic)
+                    picked[key].append((truth[np.argmax(estimate)], truth.max(), SELECTABLE[int(np.argmax(estimate))],
+                                        SELECTABLE[int(np.argmax(truth))]))
+            parts = []
+            for key, label in (("val_ips", "IPS-NDCG@5, estimated propensities"),
+                               ("val_ips_true", "IPS-NDCG@5, true propensities"),
+                               ("val_clicks", "NDCG@5 of the clicks")):
+                chosen = np.array([p[0] for p in picked[key]])
+                best = np.array([p[1] for p in picked[key]])
+                hits = sum(p[2] == p[3] for p in picked[key])
+                parts.append(f"| {name} | {label} | {np.mean(taus[key]):+.2f} | {chosen.mean():.3f} | "
+                             f"{best.mean():.3f} | {hits}/{len(chosen)} |")
+            selection += parts
+            curves = np.array([c["extra"][protocol]["_propensity"]["estimated"] for c in recipe["cells"]
+                               if c["w"] == w_final])
+            truth = 1 / np.arange(1, CURVE_POSITIONS + 1)
+            errors = np.abs(curves[:, :10] / truth[:10] - 1).max(axis=1)
+            median = np.median(curves, axis=0)
+            propensity.append(f"| {name} | " + " / ".join(f"{median[p - 1]:.3f}" for p in (2, 3, 5, 10))
+                              + f" | {np.median(errors):.1%} | {errors.max():.1%} |")
+    if not rows:
+        return lines
+    header = "| data set, positions | " + " | ".join(
+        f"{TRAINER_NAMES[t].split(' (')[0].split(',')[0]} ({t}): single / best" for t in
+        ("current", "first", "library", "recipe")) + " | recipe single - reference single | recipe best - " \
+        "reference best | oracle (true labels) |"
+    lines += [
+        "## The click-log recipe against the reference trainer", "",
+        f"NDCG@5 at w = {w_final:g} on the test queries, per query averaged over the seeds the recipe's study ran "
+        "(so that every trainer's values pair query by query), Single Tower and the best model of each trainer "
+        "(its name in brackets; the oracle excluded). The two comparisons the recipe must pass: its Single Tower "
+        "against the reference trainer's (current version), its best model against the reference trainer's best, "
+        "each with the paired randomization p-value over test queries (\"not below\": the difference is >= 0 or "
+        "p >= 0.05). The oracle is the recipe's Single Tower trained on the true labels of the same training "
+        "queries: the headroom.", "",
+        header, "| --- |" + " --- |" * 7,
+        *rows, "",
+        "## Selecting a model without labels", "",
+        "Across the recipe's click-trained models (" + ", ".join(SELECTABLE) + "), per cell (fold and seed): "
+        "Kendall's tau between each model's validation estimate on the validation click log and its true test "
+        "NDCG@5 (mean over cells), the true test NDCG@5 of the model the estimate selects and of the best model "
+        "(means over cells), and how often it selects the best.", "",
+        "| data set, positions | validation estimate | Kendall tau | selected model's NDCG@5 | best model's NDCG@5 "
+        "| best selected |", "| --- | --- | ---: | ---: | ---: | ---: |", *selection, "",
+        "## Estimated propensities", "",
+        "Regression EM (`sklearn_ltr.clicks.estimate_propensity_em`, max_position 20, the down-sampled non-clicks "
+        "weighted 1 / keep) on each cell's training log: the median estimate over cells at positions 2 / 3 / 5 / 10 "
+        "(truth 0.500 / 0.333 / 0.200 / 0.100), and the maximum relative error over positions 1-10, median and "
+        "largest over cells.", "",
+        "| data set, positions | estimate at 2 / 3 / 5 / 10 | max relative error, 1-10 (median) | (largest) |",
+        "| --- | --- | ---: | ---: |", *propensity, "",
+    ]
+    return lines
 
 
 def final_table(results, summaries, w_final=1.0):
@@ -579,7 +808,7 @@ def plot_final_curves(results, path, w_final=1.0):
     positions = np.arange(1, CURVE_POSITIONS + 1)
     datasets = [d for d in ("mslr", "mq2008") if _studies_of(results, d)]
     fig, axes = plt.subplots(len(datasets), 2, figsize=(12, 4.4 * len(datasets)), squeeze=False)
-    styles = {"current": ":", "first": "--", "library": "-"}
+    styles = {"current": ":", "first": "--", "library": "-", "recipe": "-."}
     for row, dataset in zip(axes, datasets, strict=True):
         studies = _studies_of(results, dataset)
         for ax, protocol in zip(row, PROTOCOLS, strict=True):
@@ -657,6 +886,9 @@ def parse_args(argv=None):
     parser.add_argument("--no-ours", action="store_true", help="leave out TwoTowerDebiasedRanker")
     parser.add_argument("--library", action="store_true",
                         help="train the library's variants (LIBRARY) instead of the reference trainer")
+    parser.add_argument("--recipe", action="store_true",
+                        help="train the library's click-log recipe (RECIPE): early stopping on the validation log, "
+                             "IPS with estimated propensities, DLA, and the oracle on true labels")
     parser.add_argument("--fresh", action="store_true", help="start the study over instead of resuming it")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: rewrite the report and figures from the stored studies")
@@ -682,8 +914,10 @@ def _settings(args, study):
         "trainer": {"max_epochs": args.max_epochs, "patience": args.patience, "batch_size": args.batch_size,
                     "dropout_on": args.dropout_on},
         "lambdamart": {"n_estimators": 20 if args.quick else 100, "learning_rate": 0.05},
-        "ours": None if (args.no_ours or args.library) else network,
+        "ours": None if (args.no_ours or args.library or args.recipe) else network,
         "library": network if args.library else None,
+        **({"recipe": {**network, "max_epochs": 3 if args.quick else 30, "n_iter_no_change": 5}}
+           if args.recipe else {}),
     })
 
 
