@@ -233,7 +233,7 @@ def test_ips_dcg_is_unbiased_and_the_naive_estimate_is_not():
         ({"y_score": [0.1, np.nan, 0.3]}, "y_score contains NaN"),
         ({"y_score": [0.1, 0.2]}, "y_score has 2 entries but clicks has 3"),
         ({"groups": [1, 1]}, "groups has 2 entries but clicks has 3"),
-        ({"propensity": [1.0, 0.5]}, "propensity has 2 values but X has 3 rows"),
+        ({"propensity": [1.0, 0.5]}, "propensity has 2 values but clicks has 3"),
         ({"propensity": [1.0, 2.0, 0.5]}, "look like inverse-propensity weights"),
         ({"propensity": [1.0, 0.0, 0.5]}, r"propensity must hold examination probabilities in \(0, 1\]"),
         ({"propensity": [1.0, np.nan, 0.5]}, "propensity contains NaN"),

@@ -144,7 +144,7 @@ def parse_metrics(text, *, command="evaluate"):
     for token in text.split(","):
         try:
             metric, k = parse_metric(token.strip().lower(), per_query=True, owner=f"sklearn-ltr {command}",
-                                     parameter="--metrics")
+                                     parameter="--metrics", inputs=())
         except ValueError as err:
             raise CLIError(f"--metrics {text!r}: {err}") from None
         entry = EvaluatedMetric(metric, k)

@@ -53,7 +53,7 @@ The registry names every metric that the scorers and the significance tests acce
 
 >>> from sklearn_ltr.metrics import METRICS
 >>> list(METRICS)
-['ndcg', 'dcg', 'map', 'precision', 'mrr', 'err', 'swapped_pairs']
+['ndcg', 'dcg', 'map', 'precision', 'mrr', 'err', 'swapped_pairs', 'ips_dcg', 'ips_ndcg']
 >>> METRICS["swapped_pairs"].higher_is_better, METRICS["ndcg"].empty_value
 (False, 1.0)
 """

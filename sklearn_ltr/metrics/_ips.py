@@ -54,6 +54,10 @@ def _weighted_click_lists(clicks, y_score, groups, propensity, clip, ties):
     if n_groups is not None and n_groups != n_samples:
         raise ValueError(f"groups has {n_groups} entries but clicks has {n_samples}; pass one query id per logged "
                          f"row.")
+    n_propensity = np.shape(propensity)[0] if np.ndim(propensity) else None
+    if n_propensity is not None and n_propensity != n_samples:
+        raise ValueError(f"propensity has {n_propensity} values but clicks has {n_samples}; pass the examination "
+                         f"propensity of each logged row.")
     weights = inverse_propensity_weights(propensity, clip=clip, n_samples=n_samples)
     return RankedLists(clicks * weights, y_score, groups, stable=ties == "stable")
 
