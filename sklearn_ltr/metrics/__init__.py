@@ -72,7 +72,7 @@ from sklearn_ltr.metrics._registry import (
     unregister_metric,
 )
 from sklearn_ltr.metrics._report import plot_comparison, write_comparison_report
-from sklearn_ltr.metrics._scorer import NDCGScorer, RankingScorer, make_ranking_scorer
+from sklearn_ltr.metrics._scorer import NDCGScorer, RankingScorer, ips_ndcg_scorer, make_ranking_scorer
 from sklearn_ltr.metrics._significance import (
     SignificanceResult,
     SignificanceTable,
@@ -107,6 +107,7 @@ __all__ = [
     "ips_dcg_score",
     "ips_ndcg_per_query",
     "ips_ndcg_score",
+    "ips_ndcg_scorer",
     "make_ranking_scorer",
     "mrr_score",
     "ndcg_per_query",
