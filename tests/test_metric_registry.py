@@ -180,7 +180,8 @@ def test_unknown_name_is_the_same_error_everywhere(tmp_path):
     messages = _unknown_errors(tmp_path)
     tails = {caller: message[message.index("got unknown metric"):] for caller, message in messages.items()}
     expected = ("got unknown metric 'auc'. A metric must be one of ndcg[@k], dcg[@k], map[@k] (or ap), "
-                "precision@k (or p, prec), mrr[@k], err[@k], swapped_pairs (no per-query values) "
+                "precision@k (or p, prec), mrr[@k], err[@k], swapped_pairs (no per-query values), "
+                "ips_dcg[@k] (needs propensity), ips_ndcg[@k] (needs propensity) "
                 "(sklearn_ltr.metrics.METRICS; add one with register_metric).")
     assert tails == dict.fromkeys(messages, expected)
     assert messages["RankingScorer"].startswith("The 'metric' parameter of RankingScorer must be a registered metric")
@@ -224,7 +225,8 @@ def toy():
 def test_a_registered_metric_is_listed_and_parsed(toy):
     assert METRICS["rank_loss"] is toy and get_metric("rl") is toy
     assert parse_metric("rl@3") == (toy, 3)
-    listed = "err[@k], swapped_pairs (no per-query values), rank_loss[@k] (or rl) ("
+    listed = "err[@k], swapped_pairs (no per-query values), ips_dcg[@k] (needs propensity), ips_ndcg[@k] (needs " \
+        "propensity), rank_loss[@k] (or rl) ("
     with pytest.raises(ValueError, match=re.escape(listed)):
         get_metric("auc")
     with pytest.raises(ValueError, match="'rank_loss' is already registered"):

@@ -106,6 +106,7 @@ BAD_VALUES = {
     "ties": [(None, "type"), ("random", "value")],
     "empty_value": [("1", "type"), (False, "type"), (2, "value"), (-0.5, "value"), (math.nan, "value")],
     "max_grade": [("4", "type"), (-1, "value"), (math.inf, "value")],
+    "clip": [("0.1", "type"), (None, "type"), (0, "value"), (1.5, "value"), (math.nan, "value")],
 }
 # metric name -> options its scorer takes besides ``k``.
 METRIC_OPTIONS = {
@@ -116,6 +117,8 @@ METRIC_OPTIONS = {
     "mrr": [],
     "err": ["max_grade"],
     "swapped_pairs": [],
+    "ips_dcg": ["clip", "ties"],
+    "ips_ndcg": ["clip", "empty_value", "ties"],
 }
 
 

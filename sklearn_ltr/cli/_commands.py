@@ -27,9 +27,13 @@ from sklearn_ltr.cli._model_files import load_model, save_model
 from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model, settable_params
 from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output, write_scores
 from sklearn_ltr.cli._params import parse_params
+from sklearn_ltr.cli._propensities import IPS_METRICS, click_log_inputs, wants_click_log
 from sklearn_ltr.cli._query_input import file_features, model_input, reads_query_column
 
 __all__ = ["evaluate", "model_scores", "predict", "train"]
+
+#: ``evaluate --metrics`` default on a labelled file (on a click log: ``IPS_METRICS``).
+_EVALUATE_METRICS = "ndcg@1,ndcg@5,ndcg@10,map@10"
 
 #: The metric ``train`` reports on its files.
 NDCG10 = parse_metrics("ndcg@10", command="train")
@@ -138,8 +142,9 @@ def predict(args):
 
 
 def evaluate(args):
-    """``sklearn-ltr evaluate``: ranking metrics of a model (or of a scores file) on a labelled file."""
-    metrics = parse_metrics(args.metrics)
+    """``sklearn-ltr evaluate``: ranking metrics of a model (or of a scores file) on a labelled file or a click log."""
+    clicks = wants_click_log(args)
+    metrics = parse_metrics(args.metrics or (IPS_METRICS if clicks else _EVALUATE_METRICS), click_log=clicks)
     if (args.model is None) == (args.scores is None):
         raise CLIError("evaluate needs exactly one of --model MODEL (score the file with it) and --scores FILE "
                        "(scores written by predict or any other ranker, one per row).")
@@ -151,20 +156,25 @@ def evaluate(args):
         data = read_ranking(args.data, args.format)
         scores = read_rows_of_numbers(args.scores, len(data.y), what="scores file")
         source = f"scores {args.scores}"
+    propensity, log = click_log_inputs(args, data)
     values = metric_values(metrics, data.y, scores, data.groups, empty=args.empty_queries,
-                           where=f"--data {args.data!r}")
+                           where=f"--data {args.data!r}", inputs={"propensity": propensity}, clip=args.clip)
     n_empty = int(empty_queries(data.y, data.groups).sum())
     if args.json:
+        click_log = {"click_log": {"propensities": args.propensities, "propensity_curve": args.propensity_curve,
+                                   "positions": args.positions, "clip": args.clip}} if clicks else {}
         print(json.dumps({"data": args.data, "model": args.model, "scores": args.scores, "rows": len(data.y),
                           "queries": data.n_queries, "empty_queries": n_empty, "empty_query_rule": args.empty_queries,
-                          "metrics": {m.key: v for m, v in values.items()}}, indent=2, allow_nan=False))
+                          **click_log, "metrics": {m.key: v for m, v in values.items()}}, indent=2, allow_nan=False))
         return 0
     print(f"{data.describe()}; {source}")
+    if log:
+        print(log)
     width = max(len("metric"), *(len(m.label) for m in values))
     print(f"{'metric':<{width}}  {'value':>8}")
     for metric, value in values.items():
         print(f"{metric.label:<{width}}  {value:>8.4f}")
-    note = empty_query_note(list(values), n_empty, data.n_queries, args.empty_queries)
+    note = empty_query_note(list(values), n_empty, data.n_queries, args.empty_queries, click_log=clicks)
     if note:
         print(f"* {note}")
     return 0

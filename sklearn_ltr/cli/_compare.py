@@ -15,6 +15,10 @@ and MAP, 0 in the others), ``zero`` passes ``empty_value=0.0`` to the metrics th
 option, ``drop`` compares the other queries only. Both the text and the report end with a
 footnote saying how many queries are empty and how they were counted, and the report's
 per-query difference plots leave empty queries out instead of counting them as ties.
+
+On a click log (``--propensities`` or ``--propensity-curve``, read by
+:mod:`sklearn_ltr.cli._propensities`), the labels are clicks and the default metrics are the
+counterfactual ``ips_dcg@10`` and ``ips_ndcg@10``, compared with the same paired tests.
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import add_empty_queries_option, empty_queries, empty_query_note, parse_metrics
 from sklearn_ltr.cli._model_files import load_model
 from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output
+from sklearn_ltr.cli._propensities import (
+    IPS_METRICS,
+    add_click_log_options,
+    click_log_inputs,
+    click_log_paths,
+    wants_click_log,
+)
 from sklearn_ltr.cli._query_input import file_features
 
 __all__ = ["add_parser", "compare"]
@@ -58,6 +69,11 @@ metric, drop leaves them out (the means are then evaluate's with the same option
 says how many there are; the report's difference plots leave them out rather than count them
 as ties, since no ranking changes their value.
 
+On a click log (labels 1 clicked, 0 not), --propensities FILE or --propensity-curve FILE (with
+--positions FILE) give each row's examination propensity, and the default metrics become the
+counterfactual ips_dcg@10 and ips_ndcg@10 (see evaluate -h): the systems are compared without
+relevance labels. A query without a click is an empty query.
+
 Loading a model file (--model) unpickles it, which runs code stored in the file: load model
 files only from sources you trust."""
 
@@ -65,9 +81,14 @@ EXAMPLES = """\
 examples:
   sklearn-ltr compare --data test.txt --model lambdamart.joblib --model ranknet.joblib
   sklearn-ltr compare --data test.txt --model a.joblib --model b.joblib --scores c.txt \\
-      --metrics ndcg@10,map,mrr --baseline a --correction holm --report report.html"""
+      --metrics ndcg@10,map,mrr --baseline a --correction holm --report report.html
+  sklearn-ltr compare --data clicks.txt --model a.joblib --model b.joblib \
+      --propensity-curve curve.txt --positions clicks.pos"""
 
 _TESTS = (("t-test", "t_pvalue"), ("randomization", "randomization_pvalue"))
+
+#: ``--metrics`` default on a labelled file (on a click log: ``IPS_METRICS``).
+_METRICS = "ndcg@10,map,mrr"
 
 
 class _AppendSystem(argparse.Action):
@@ -86,8 +107,9 @@ def add_parser(commands, *, formatter, model_help, add_common):
                         help=f"a system: {model_help}; repeatable")
     parser.add_argument("--scores", dest="systems", action=_AppendSystem, metavar="FILE",
                         help="a system: scores, one per row of --data (e.g. from predict); repeatable")
-    parser.add_argument("--metrics", default="ndcg@10,map,mrr", metavar="LIST",
-                        help="comma-separated metrics with per-query values (default ndcg@10,map,mrr)")
+    parser.add_argument("--metrics", metavar="LIST",
+                        help="comma-separated metrics with per-query values (default ndcg@10,map,mrr; on a click log "
+                             "ips_dcg@10,ips_ndcg@10)")
     parser.add_argument("--baseline", metavar="NAME", help="the system the others are compared with, by name (file "
                                                            "stem) or path (default: the first)")
     parser.add_argument("--correction", choices=("holm", "bonferroni", "none"), default="holm",
@@ -99,6 +121,7 @@ def add_parser(commands, *, formatter, model_help, add_common):
                         help="confidence level of the bootstrap interval (default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="random_state of the resampling tests (default 0)")
     add_empty_queries_option(parser)
+    add_click_log_options(parser)
     parser.add_argument("--json", action="store_true", help="print the results as JSON (exact values)")
     parser.add_argument("--report", metavar="HTML", help="write an HTML report (tables and figures, no network "
                                                          "access) to this file, whole or not at all")
@@ -154,6 +177,7 @@ def _check_report(args):
                        "'sklearn-ltr[benchmark]' (or pip install matplotlib).") from None
     inputs = data_file_inputs("--data", args.data, args.format)
     inputs += [(f"{option} {path!r}", path) for option, path in args.systems]
+    inputs += click_log_paths(args)
     refuse_input_as_output(args.report, "--report", inputs)
     check_output_path(args.report, "report", option="--report")
 
@@ -174,12 +198,14 @@ def _system_scores(args, names, data):
     return scores, sources
 
 
-def _compare_metric(metric, data, scores, baseline, args):
+def _compare_metric(metric, data, scores, baseline, args, propensity):
     from sklearn_ltr.metrics import compare_rankings
 
     others = {name: values for name, values in scores.items() if name != baseline}
     try:  # the labels or the queries may not suit the tests (fewer than 2 queries, ...)
-        options = metric.options(args.empty_queries)
+        options = metric.options(args.empty_queries, clip=args.clip)
+        if metric.metric.inputs:  # a counterfactual metric: the click log's propensity of every row
+            options["propensity"] = propensity
         return compare_rankings(data.y, scores[baseline], others, data.groups, metric=metric.metric.name,
                                 n_resamples=args.resamples, confidence_level=args.confidence,
                                 correction=None if args.correction == "none" else args.correction,
@@ -188,22 +214,23 @@ def _compare_metric(metric, data, scores, baseline, args):
         raise CLIError(f"cannot compare {metric.label} on --data {args.data!r}: {err}") from err
 
 
-def _drop_empty(data, scores):
-    """``(data, scores)`` without the rows of the queries that have no relevant document (``--empty-queries drop``)."""
+def _drop_empty(data, scores, propensity):
+    """``(data, scores, propensity)`` without the rows of the queries that have no relevant document (``drop``)."""
     _, codes = np.unique(data.groups, return_inverse=True)
     keep = ~empty_queries(data.y, data.groups)[codes]
     if not keep.any():
         raise CLIError(f"every query of --data {data.path!r} has no relevant document (no label above 0): "
                        f"--empty-queries drop leaves none to compare.")
     kept = dataclasses.replace(data, X=data.X[keep], y=data.y[keep], groups=data.groups[keep])
-    return kept, {name: values[keep] for name, values in scores.items()}
+    kept_propensity = None if propensity is None else propensity[keep]
+    return kept, {name: values[keep] for name, values in scores.items()}, kept_propensity
 
 
 def _decisive(table, field):
     return field + "_adjusted" if table.correction is not None else field
 
 
-def _json(args, data, baseline, sources, tables, n_empty):
+def _json(args, data, baseline, sources, tables, n_empty, clicks):
     metrics = {}
     for metric, table in tables.items():
         rows = []
@@ -220,6 +247,8 @@ def _json(args, data, baseline, sources, tables, n_empty):
             "systems": [{"name": name, **source} for name, source in sources.items()],
             "tests": list(first.tests), "resamples": args.resamples, "confidence_level": args.confidence,
             "correction": first.correction, "alpha": args.alpha, "seed": args.seed, "report": args.report,
+            **({"click_log": {"propensities": args.propensities, "propensity_curve": args.propensity_curve,
+                              "positions": args.positions, "clip": args.clip}} if clicks else {}),
             "metrics": metrics}
 
 
@@ -254,12 +283,14 @@ def _text_table(metric, table, baseline, alpha):
     return lines
 
 
-def _print_text(args, data, baseline, sources, tables):
+def _print_text(args, data, baseline, sources, tables, log):
     first = next(iter(tables.values()))
     described = ", ".join(f"{name} ({source['source']} {source['path']}"
                           + (f", {source['model']})" if "model" in source else ")")
                           for name, source in sources.items())
     print(f"{data.describe()}")
+    if log:
+        print(log)
     print(f"systems: {described}; baseline {baseline}")
     corrected = (f"; p-values {first.correction.capitalize()}-corrected over {len(first)} system"
                  f"{'s' if len(first) > 1 else ''}" if first.correction else "")
@@ -290,23 +321,28 @@ def _write_report(args, data, baseline, tables, empty, note):
 def compare(args):
     """``sklearn-ltr compare``: significance tests between models and scores files (``sklearn-ltr compare -h``)."""
     _check_args(args)
-    metrics = parse_metrics(args.metrics, command="compare")
+    clicks = wants_click_log(args)
+    metrics = parse_metrics(args.metrics or (IPS_METRICS if clicks else _METRICS), command="compare", click_log=clicks)
     names = _names(args.systems)
     baseline = _baseline(args.baseline, names, args.systems)
     if args.report is not None:
         _check_report(args)
     data = read_ranking(args.data, args.format)
     scores, sources = _system_scores(args, names, data)
+    propensity, log = click_log_inputs(args, data)
     empty = empty_queries(data.y, data.groups)
-    compared, compared_scores = _drop_empty(data, scores) if args.empty_queries == "drop" else (data, scores)
-    tables = {metric: _compare_metric(metric, compared, compared_scores, baseline, args) for metric in metrics}
-    note = empty_query_note(list(tables), int(empty.sum()), data.n_queries, args.empty_queries)
+    compared, compared_scores, compared_propensity = (
+        _drop_empty(data, scores, propensity) if args.empty_queries == "drop" else (data, scores, propensity))
+    tables = {metric: _compare_metric(metric, compared, compared_scores, baseline, args, compared_propensity)
+              for metric in metrics}
+    note = empty_query_note(list(tables), int(empty.sum()), data.n_queries, args.empty_queries, click_log=clicks)
     if args.report is not None:
         _write_report(args, data, baseline, tables, empty, note)
     if args.json:
-        print(json.dumps(_json(args, data, baseline, sources, tables, int(empty.sum())), indent=2, allow_nan=False))
+        print(json.dumps(_json(args, data, baseline, sources, tables, int(empty.sum()), clicks), indent=2,
+                         allow_nan=False))
     else:
-        _print_text(args, data, baseline, sources, tables)
+        _print_text(args, data, baseline, sources, tables, log)
         if note:
             print(f"\n* {note}")
         if args.report is not None:

@@ -12,6 +12,7 @@ from sklearn_ltr import _threads
 from sklearn_ltr.cli._data_files import FORMATS
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import add_empty_queries_option
+from sklearn_ltr.cli._propensities import add_click_log_options
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 
 __all__ = ["build_parser", "main"]
@@ -115,11 +116,20 @@ _EVALUATE = """\
 Ranking metrics, averaged over the queries of a labelled data file, of a model saved by
 train (--model) or of scores from any ranker (--scores FILE, one per row in file order,
 e.g. written by predict). Metrics (--metrics, comma-separated, case-insensitive):
-ndcg[@k], dcg[@k], map[@k], precision@k (p@k), mrr[@k], err[@k]. NDCG uses the
+ndcg[@k], dcg[@k], map[@k], precision@k (p@k), mrr[@k], err[@k], and on a click log
+ips_dcg[@k], ips_ndcg[@k] (see below). NDCG uses the
 exponential gain 2**label - 1; NDCG and MAP score a query without a relevant document 1
 (LightGBM's convention), the other metrics 0, unless --empty-queries says zero (0 in every
 metric) or drop (left out); a footnote says how many such queries there are. Tied scores
 share their gain in NDCG and DCG, and are ranked in file order by the other metrics.
+
+On a click log (labels 1 clicked, 0 shown and not clicked), --propensities FILE (one
+examination propensity per row) or --propensity-curve FILE (one per display position, with
+--positions FILE or the rows' order within their queries) give each row's propensity, and the
+counterfactual metrics estimate DCG and NDCG without relevance labels: ips_dcg weights each
+click by 1 / max(propensity, --clip) (unbiased for the DCG of binary relevance when the
+propensities are right), ips_ndcg divides it by the same sum in the ideal order of the weighted
+clicks (self-normalised). A query without a click counts as a query without a relevant document.
 
 The header gives the file's own rows, queries and features (its highest feature index, and
 the model's count when it is padded to it); a file that ends at or below three quarters of
@@ -226,9 +236,11 @@ def build_parser():
     source.add_argument("--model", metavar="MODEL", help=_MODEL_HELP)
     source.add_argument("--scores", metavar="FILE", help="scores, one per row of --data (e.g. from predict)")
     evaluate.add_argument("--data", required=True, metavar="FILE", help="labelled data file")
-    evaluate.add_argument("--metrics", default="ndcg@1,ndcg@5,ndcg@10,map@10", metavar="LIST",
-                          help="comma-separated metrics (default ndcg@1,ndcg@5,ndcg@10,map@10)")
+    evaluate.add_argument("--metrics", metavar="LIST",
+                          help="comma-separated metrics (default ndcg@1,ndcg@5,ndcg@10,map@10; on a click log "
+                               "ips_dcg@10,ips_ndcg@10)")
     add_empty_queries_option(evaluate)
+    add_click_log_options(evaluate)
     evaluate.add_argument("--json", action="store_true", help="print the results as JSON")
     _add_common(evaluate)
 

@@ -9,6 +9,10 @@ convention) and 0 in the other metrics. ``--empty-queries zero`` counts empty qu
 every metric, ``drop`` leaves them out of every mean; the output says how many there are.
 ``evaluate`` and ``compare`` take the option alike (:func:`add_empty_queries_option`) and print the
 same footnote (:func:`empty_query_note`).
+
+On a click log (``--propensities`` or ``--propensity-curve``, :mod:`sklearn_ltr.cli._propensities`)
+the labels are clicks and the counterfactual metrics ``ips_dcg[@k]`` and ``ips_ndcg[@k]`` get
+each row's propensity (``inputs``) and ``--clip``; an empty query is one without a click.
 """
 
 from __future__ import annotations
@@ -46,18 +50,18 @@ def empty_queries(y_true, groups):
     return np.bincount(codes, weights=(np.asarray(y_true) > 0).astype(np.float64)) == 0
 
 
-def empty_query_note(metrics, n_empty, n_queries, rule, *, counts=None):
+def empty_query_note(metrics, n_empty, n_queries, rule, *, counts=None, click_log=False):
     """The footnote of a metrics report: how many queries are empty, and how each metric counted them.
 
     ``counts``, ``[(file label, n_empty, n_queries)]``, describes several files at once (``train``'s
     training and validation files); then ``n_empty`` and ``n_queries`` are ignored. None when no
-    query is empty.
+    query is empty. With ``click_log`` the labels are clicks: an empty query is one without a click.
     """
     counts = [("", n_empty, n_queries)] if counts is None else [c for c in counts if c[1]]
     if not any(n for _, n, _ in counts):
         return None
     head = " and ".join(f"{n:,} of {total:,}{' ' + label if label else ''} queries" for label, n, total in counts)
-    head += " have no relevant document (label > 0)"
+    head += " have no click" if click_log else " have no relevant document (label > 0)"
     if rule == "zero":
         return f"{head}: counted as 0 in every metric (--empty-queries zero)."
     if rule == "drop":
@@ -89,13 +93,16 @@ class EvaluatedMetric:
         """Display name, e.g. ``NDCG@10``."""
         return self.metric.label if self.k is None else f"{self.metric.label}@{self.k}"
 
-    def options(self, empty="default"):
+    def options(self, empty="default", clip=None):
         """Keyword options of the metric that apply rule ``empty`` of :data:`EMPTY_QUERY_RULES` (``drop`` aside).
 
         ``zero`` sets ``empty_value=0.0`` where the metric has that option; a metric without
         it must already score an empty query 0 (DCG, precision, MRR, ERR do), else a ValueError.
+        ``clip`` (``--clip``) goes to the metrics that have that option (the counterfactual ones).
         """
         options = {"k": self.k} if self.metric.takes_k else {}
+        if clip is not None and "clip" in self.metric.options:
+            options["clip"] = clip
         if empty == "zero":
             if "empty_value" in self.metric.options:
                 options["empty_value"] = 0.0
@@ -105,12 +112,16 @@ class EvaluatedMetric:
                                  f"cannot apply to it; use default or drop")
         return options
 
-    def __call__(self, y_true, y_score, groups, *, empty="default"):
-        """The mean over queries; ``empty`` is a rule of :data:`EMPTY_QUERY_RULES`."""
-        cutoff = {"k": self.k} if self.metric.takes_k else {}
+    def __call__(self, y_true, y_score, groups, *, empty="default", inputs=None, clip=None):
+        """The mean over queries; ``empty`` is a rule of :data:`EMPTY_QUERY_RULES`.
+
+        ``inputs`` holds the per-row inputs of a metric that needs them (``{"propensity": ...}``).
+        """
+        inputs = {name: (inputs or {})[name] for name in self.metric.inputs}
+        options = self.options(clip=clip)
         if empty == "default":
-            return float(self.metric.score(y_true, y_score, groups, **cutoff))
-        values = np.asarray(self.metric.per_query(y_true, y_score, groups, **cutoff), dtype=np.float64)
+            return float(self.metric.score(y_true, y_score, groups, **inputs, **options))
+        values = np.asarray(self.metric.per_query(y_true, y_score, groups, **inputs, **options), dtype=np.float64)
         is_empty = empty_queries(y_true, groups)
         if empty == "zero":
             values = np.where(is_empty, 0.0, values)
@@ -121,15 +132,16 @@ class EvaluatedMetric:
         return float(np.mean(values))
 
 
-def metric_values(metrics, y_true, y_score, groups, *, empty, where):
+def metric_values(metrics, y_true, y_score, groups, *, empty, where, inputs=None, clip=None):
     """``{metric: mean}`` of :class:`EvaluatedMetric` entries under rule ``empty``; a CLIError names ``where``.
 
     The metrics validate the labels (finite, non-negative, ...): their ValueError is a user error.
+    ``inputs`` and ``clip``: a click log's propensities and ``--clip``, for the metrics that take them.
     """
     values = {}
     for metric in metrics:
         try:
-            values[metric] = metric(y_true, y_score, groups, empty=empty)
+            values[metric] = metric(y_true, y_score, groups, empty=empty, inputs=inputs, clip=clip)
         except ValueError as err:
             raise CLIError(f"cannot compute {metric.label} on {where}: {err}") from err
         if not np.isfinite(values[metric]):
@@ -138,8 +150,12 @@ def metric_values(metrics, y_true, y_score, groups, *, empty, where):
     return values
 
 
-def parse_metrics(text, *, command="evaluate"):
-    """``"ndcg@10,map@10"`` into a list of :class:`EvaluatedMetric` (case-insensitive, duplicates dropped)."""
+def parse_metrics(text, *, command="evaluate", click_log=False):
+    """``"ndcg@10,map@10"`` into a list of :class:`EvaluatedMetric` (case-insensitive, duplicates dropped).
+
+    With ``click_log`` the command has each row's propensity, so the counterfactual metrics are accepted;
+    without, they are refused with a message that names the options giving propensities.
+    """
     parsed = []
     for token in text.split(","):
         try:
@@ -147,6 +163,11 @@ def parse_metrics(text, *, command="evaluate"):
                                      parameter="--metrics")
         except ValueError as err:
             raise CLIError(f"--metrics {text!r}: {err}") from None
+        if metric.inputs and not click_log:
+            raise CLIError(f"--metrics {text!r}: {metric.spelling(k)} estimates a metric from a click log (the labels "
+                           f"of --data are clicks) and needs each row's examination propensity: give --propensities "
+                           f"FILE (one per data row), or --propensity-curve FILE (one per display position) with "
+                           f"--positions FILE.")
         entry = EvaluatedMetric(metric, k)
         if entry not in parsed:
             parsed.append(entry)

@@ -3,7 +3,12 @@ r"""Ranking metrics over many queries at once, and routing-aware scorers.
 All metrics take ``(y_true, y_score, groups)`` with one query id per row, sort
 all rows once by ``(query, -score)`` and never loop over queries in Python.
 Each returns the mean over queries (:func:`swapped_pairs` the total count);
-:func:`ndcg_per_query` gives one value per query. Every query counts in the mean
+:func:`ndcg_per_query` gives one value per query.
+
+Counterfactual metrics estimate a ranking's DCG and NDCG from a click log instead of labels:
+:func:`ips_dcg_score` (unbiased) and :func:`ips_ndcg_score` (self-normalised), with
+:func:`ips_dcg_per_query` and :func:`ips_ndcg_per_query`, take ``(clicks, y_score, groups,
+propensity)`` and weight each click by its clipped inverse examination propensity. Every query counts in the mean
 (only ``empty_value=None`` leaves out the queries without a relevant document),
 and no metric returns ``inf`` or ``NaN``: NDCG and ERR are exact for any finite
 label, also where ``2**y`` overflows float64, and :func:`dcg_score` raises when
@@ -48,7 +53,7 @@ The registry names every metric that the scorers and the significance tests acce
 
 >>> from sklearn_ltr.metrics import METRICS
 >>> list(METRICS)
-['ndcg', 'dcg', 'map', 'precision', 'mrr', 'err', 'swapped_pairs']
+['ndcg', 'dcg', 'map', 'precision', 'mrr', 'err', 'swapped_pairs', 'ips_dcg', 'ips_ndcg']
 >>> METRICS["swapped_pairs"].higher_is_better, METRICS["ndcg"].empty_value
 (False, 1.0)
 """
@@ -57,6 +62,7 @@ from sklearn_ltr.metrics import _registry, _scorer
 from sklearn_ltr.metrics._binary import average_precision_score, mrr_score, precision_at_k
 from sklearn_ltr.metrics._cascade import err_score
 from sklearn_ltr.metrics._dcg import dcg_score, ndcg_per_query, ndcg_score
+from sklearn_ltr.metrics._ips import ips_dcg_per_query, ips_dcg_score, ips_ndcg_per_query, ips_ndcg_score
 from sklearn_ltr.metrics._pairs import swapped_pairs
 from sklearn_ltr.metrics._registry import (
     Metric,
@@ -66,7 +72,7 @@ from sklearn_ltr.metrics._registry import (
     unregister_metric,
 )
 from sklearn_ltr.metrics._report import plot_comparison, write_comparison_report
-from sklearn_ltr.metrics._scorer import NDCGScorer, RankingScorer, make_ranking_scorer
+from sklearn_ltr.metrics._scorer import NDCGScorer, RankingScorer, ips_ndcg_scorer, make_ranking_scorer
 from sklearn_ltr.metrics._significance import (
     SignificanceResult,
     SignificanceTable,
@@ -97,6 +103,11 @@ __all__ = [
     "dcg_score",
     "err_score",
     "get_metric",
+    "ips_dcg_per_query",
+    "ips_dcg_score",
+    "ips_ndcg_per_query",
+    "ips_ndcg_score",
+    "ips_ndcg_scorer",
     "make_ranking_scorer",
     "mrr_score",
     "ndcg_per_query",

@@ -27,6 +27,10 @@ _EMPTY_VALUE = [NumberInterval(Real, 0, 1, closed="both"), None]
 _MAX_GRADE = [NumberInterval(Real, 0, None, closed="left"), None]
 
 _NDCG = {"k": _OPTIONAL_CUTOFF, "gain": _GAIN, "empty_value": _EMPTY_VALUE, "ties": _TIES}
+# The smallest propensity kept before inverting (sklearn_ltr.clicks.inverse_propensity_weights): in (0, 1].
+_CLIP = [NumberInterval(Real, 0, 1, closed="right")]
+_IPS_DCG = {"k": _OPTIONAL_CUTOFF, "clip": _CLIP, "ties": _TIES}
+_IPS_NDCG = {"k": _OPTIONAL_CUTOFF, "clip": _CLIP, "empty_value": _EMPTY_VALUE, "ties": _TIES}
 
 #: Metric function name -> {keyword parameter: list of scikit-learn constraints}.
 CONSTRAINTS = {
@@ -38,6 +42,10 @@ CONSTRAINTS = {
     "mrr_score": {"k": _OPTIONAL_CUTOFF},
     "err_score": {"k": _OPTIONAL_CUTOFF, "max_grade": _MAX_GRADE},
     "swapped_pairs": {"normalize": ["boolean"]},
+    "ips_dcg_score": _IPS_DCG,
+    "ips_dcg_per_query": _IPS_DCG,
+    "ips_ndcg_score": _IPS_NDCG,
+    "ips_ndcg_per_query": _IPS_NDCG,
 }
 
 

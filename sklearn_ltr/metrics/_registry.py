@@ -24,6 +24,7 @@ from sklearn_ltr.metrics._binary import (
 )
 from sklearn_ltr.metrics._cascade import _err_per_query, err_score
 from sklearn_ltr.metrics._dcg import _dcg_per_query, dcg_score, ndcg_per_query, ndcg_score
+from sklearn_ltr.metrics._ips import ips_dcg_per_query, ips_dcg_score, ips_ndcg_per_query, ips_ndcg_score
 from sklearn_ltr.metrics._lists import RankedLists, mean_over_queries
 from sklearn_ltr.metrics._pairs import swapped_pairs
 from sklearn_ltr.metrics._params import CONSTRAINTS
@@ -41,11 +42,11 @@ class Metric:
     name : str
         Canonical name, e.g. ``"ndcg"``; with a cut-off it is spelled ``"ndcg@10"``.
     score : callable or None
-        ``score(y_true, y_score, groups, **options) -> float``, the value over all queries
+        ``score(y_true, y_score, groups, **inputs, **options) -> float``, the value over all queries
         (the mean for every built-in metric but ``"swapped_pairs"``). None: the mean of
         ``per_query`` over the queries it does not leave out (NaN).
     per_query : callable or None
-        ``per_query(y_true, y_score, groups, **options) -> ndarray of shape (n_queries,)``,
+        ``per_query(y_true, y_score, groups, **inputs, **options) -> ndarray of shape (n_queries,)``,
         one value per query in sorted query-id order, NaN for a query left out; its mean
         is ``score``. None for a metric that is not a mean over queries (it is then not
         accepted where per-query values are needed: significance tests, LETOR folds,
@@ -66,6 +67,12 @@ class Metric:
         Display name in tables, e.g. ``"NDCG"``; None: ``name.upper()``.
     description : str, default=""
         One line on what it measures.
+    inputs : tuple of str, default=()
+        Per-row inputs beyond ``(y_true, y_score, groups)`` that both functions need, passed by
+        keyword with one value per row: ``("propensity",)`` for the counterfactual metrics,
+        whose ``y_true`` are the clicks of a log. A reader of the registry that cannot supply
+        them refuses such a metric (``get_metric(..., inputs=())``); the scorers request them
+        through metadata routing, as they request ``groups``.
 
     Attributes
     ----------
@@ -100,6 +107,7 @@ class Metric:
     aliases: tuple = ()
     label: str | None = None
     description: str = ""
+    inputs: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "@" in self.name:
@@ -110,6 +118,13 @@ class Metric:
             object.__setattr__(self, "score", _mean_of(self.per_query))
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
         object.__setattr__(self, "aliases", tuple(self.aliases))
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        clash = [name for name in self.inputs
+                 if not isinstance(name, str) or not name.isidentifier() or name in self.options
+                 or name in ("y_true", "y_score", "groups", "sample_weight")]
+        if clash:
+            raise ValueError(f"metric {self.name!r}: input {clash[0]!r} must be a new keyword name, not an option "
+                             f"or one of y_true, y_score, groups, sample_weight.")
         if self.label is None:
             object.__setattr__(self, "label", self.name.upper())
 
@@ -131,6 +146,23 @@ class Metric:
     def spelling(self, k=None):
         """The name with its cut-off, ``"ndcg@10"``, or the bare name for ``k=None``."""
         return self.name if k is None else f"{self.name}@{k}"
+
+    def check_inputs(self, owner, inputs):
+        """Raise a ``TypeError`` naming ``owner`` when one of the metric's per-row :attr:`inputs` is missing.
+
+        Parameters
+        ----------
+        owner : str
+            The caller, named in the message.
+        inputs : mapping of str to array-like
+            The per-row inputs given; None values count as missing.
+        """
+        missing = [name for name in self.inputs if inputs.get(name) is None]
+        if missing:
+            raise TypeError(
+                f"{owner}: the {self.name!r} metric needs {missing[0]}=..., one value per row of y_true "
+                f"(for the counterfactual metrics, the examination propensity of each logged row, in (0, 1])."
+            )
 
     def check_options(self, owner, options):
         """Check keyword options of the metric, naming ``owner`` in the error.
@@ -184,6 +216,14 @@ def _ap_values(y_true, y_score, groups, **options):
     return _ap_per_query(y_true, y_score, groups, **options)[0]
 
 
+def _ips_dcg_values(clicks, y_score, groups, *, propensity, **options):
+    return ips_dcg_per_query(clicks, y_score, groups, propensity, **options)[1]
+
+
+def _ips_ndcg_values(clicks, y_score, groups, *, propensity, **options):
+    return ips_ndcg_per_query(clicks, y_score, groups, propensity, **options)[1]
+
+
 def _swapped_fraction(y_true, y_score, groups):
     """Fraction of the pairs with different labels that are ranked against them."""
     return swapped_pairs(y_true, y_score, groups, normalize=True)
@@ -204,6 +244,13 @@ _BUILTIN = (
            description="expected reciprocal rank (cascade model)"),
     Metric("swapped_pairs", _swapped_fraction, None, {}, higher_is_better=False, empty_value=None,
            label="swapped", description="fraction of document pairs ranked against their labels"),
+    # Counterfactual: y_true holds a click log's clicks, and each row's examination propensity comes too.
+    Metric("ips_dcg", ips_dcg_score, _ips_dcg_values, CONSTRAINTS["ips_dcg_score"], label="IPS-DCG",
+           description="DCG estimated from clicks by inverse propensity scoring (unbiased)",
+           inputs=("propensity",)),
+    Metric("ips_ndcg", ips_ndcg_score, _ips_ndcg_values, CONSTRAINTS["ips_ndcg_score"], empty_value=1.0,
+           label="IPS-NDCG", description="NDCG estimated from clicks, self-normalised inverse propensity scoring",
+           inputs=("propensity",)),
 )
 
 _REGISTRY = {metric.name: metric for metric in _BUILTIN}
@@ -213,23 +260,27 @@ _ALIASES = {alias: metric.name for metric in _BUILTIN for alias in metric.aliase
 METRICS = MappingProxyType(_REGISTRY)
 
 
-def _spellings(per_query=False):
+def _spellings(per_query=False, inputs=None):
     """``"ndcg[@k], ..., precision@k (or p, prec), ..."``: the accepted names, for messages.
 
-    With ``per_query=False`` every registered metric, those without per-query values marked.
+    With ``per_query=False`` every registered metric, those without per-query values marked;
+    with ``inputs`` (a tuple), only those whose per-row inputs are among them.
     """
     words = []
     for metric in _REGISTRY.values():
         if per_query and metric.per_query is None:
             continue
+        if inputs is not None and not set(metric.inputs) <= set(inputs):
+            continue
         word = metric.name + ("@k" if metric.requires_k else "[@k]" if metric.takes_k else "")
         notes = [f"or {', '.join(metric.aliases)}"] if metric.aliases else []
         notes += ["no per-query values"] if metric.per_query is None else []
+        notes += [f"needs {', '.join(metric.inputs)}"] if metric.inputs and inputs is None else []
         words.append(word + (f" ({'; '.join(notes)})" if notes else ""))
     return ", ".join(words)
 
 
-def get_metric(name, *, per_query=False, owner="get_metric", parameter="name"):
+def get_metric(name, *, per_query=False, owner="get_metric", parameter="name", inputs=None):
     """The registered :class:`Metric` of a name or alias.
 
     Parameters
@@ -241,6 +292,10 @@ def get_metric(name, *, per_query=False, owner="get_metric", parameter="name"):
         Accept only a metric with per-query values (not ``"swapped_pairs"``).
     owner, parameter : str, default="get_metric", "name"
         The caller and its argument, named in the error message.
+    inputs : tuple of str, default=None
+        The per-row inputs the caller can supply beyond ``(y_true, y_score, groups)``: a metric
+        that needs another one (see :attr:`Metric.inputs`) is refused. ``()``: labels and scores
+        only, which refuses the counterfactual metrics. None: no check.
 
     Returns
     -------
@@ -250,7 +305,8 @@ def get_metric(name, *, per_query=False, owner="get_metric", parameter="name"):
     ------
     InvalidParameterError
         For an unknown name (a ``ValueError``; the message lists the known metrics), a
-        name with a cut-off, or with ``per_query=True`` a metric without per-query values.
+        name with a cut-off, with ``per_query=True`` a metric without per-query values, or a
+        metric that needs a per-row input not in ``inputs``.
 
     Examples
     --------
@@ -281,10 +337,17 @@ def get_metric(name, *, per_query=False, owner="get_metric", parameter="name"):
             f"{start} a metric with per-query values; the {metric.name!r} metric has none. "
             f"A metric must be one of {_spellings(per_query=True)}."
         )
+    if inputs is not None and not set(metric.inputs) <= set(inputs):
+        needed = ", ".join(name for name in metric.inputs if name not in inputs)
+        raise InvalidParameterError(
+            f"{start} a metric that {owner} can compute; the {metric.name!r} metric also needs {needed} (one "
+            f"value per row), which {owner} does not take. A metric must be one of "
+            f"{_spellings(per_query=per_query, inputs=tuple(inputs))}."
+        )
     return metric
 
 
-def parse_metric(spelling, *, per_query=False, owner="parse_metric", parameter="spelling"):
+def parse_metric(spelling, *, per_query=False, owner="parse_metric", parameter="spelling", inputs=None):
     """A metric and its cut-off from a spelling such as ``"ndcg@10"``, ``"map"`` or ``"p@5"``.
 
     Parameters
@@ -294,6 +357,8 @@ def parse_metric(spelling, *, per_query=False, owner="parse_metric", parameter="
         integer ``k``; case-sensitive (callers lower-case user input first if they wish).
     per_query : bool, default=False
         Accept only a metric with per-query values.
+    inputs : tuple of str, default=None
+        The per-row inputs the caller can supply (see :func:`get_metric`); None: no check.
     owner, parameter : str, default="parse_metric", "spelling"
         The caller and its argument, named in the error message.
 
@@ -319,7 +384,7 @@ def parse_metric(spelling, *, per_query=False, owner="parse_metric", parameter="
     ('precision', None)
     """
     name, at, cutoff = spelling.partition("@") if isinstance(spelling, str) else (spelling, "", "")
-    metric = get_metric(name, per_query=per_query, owner=owner, parameter=parameter)
+    metric = get_metric(name, per_query=per_query, owner=owner, parameter=parameter, inputs=inputs)
     start = f"The {parameter!r} parameter of {owner} got metric {spelling!r}"
     if not at:
         if metric.requires_k:

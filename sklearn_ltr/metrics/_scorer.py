@@ -15,7 +15,7 @@ from sklearn.utils.metadata_routing import MetadataRequest
 from sklearn_ltr.metrics._registry import METRICS, get_metric
 from sklearn_ltr.utils._sklearn_compat import Satisfies, _routing_enabled, check_parameters
 
-__all__ = ["NDCGScorer", "RankingScorer", "make_ranking_scorer", "ndcg_scorer"]
+__all__ = ["NDCGScorer", "RankingScorer", "ips_ndcg_scorer", "make_ranking_scorer", "ndcg_scorer"]
 
 
 def _union_of_options(metrics):
@@ -52,6 +52,19 @@ def _no_groups_message(name):
     return _NO_GROUPS.format(name=name) + context + _OTHER_WAYS
 
 
+def _no_input_message(name, metric, missing):
+    """The error of a scorer given no per-row input (a click log's propensities) that its metric needs."""
+    if _routing_enabled():
+        context = (f"Metadata routing is on, but no {missing} reached the scorer: pass it to the search's or "
+                   f"cross-validation's fit (search.fit(X, clicks, groups=qid, {missing}=...)) or params=. ")
+    else:
+        context = (f"Metadata routing is off, so a search passes {missing} to the estimator's fit only: call "
+                   f"sklearn.set_config(enable_metadata_routing=True) before the search and pass {missing} to its "
+                   f"fit. ")
+    return (f"{name} needs the {missing} of every test row for the {metric!r} metric (one value per row), but got "
+            f"none. " + context + f"Called directly, use scorer(estimator, X, clicks, groups=qid, {missing}=...).")
+
+
 def _predict_accepts_groups(estimator):
     try:
         parameters = inspect.signature(estimator.predict).parameters.values()
@@ -77,12 +90,17 @@ class RankingScorer:
     ``InvalidParameterError`` (a ``ValueError``) naming the parameter, an option
     that the metric does not take a ``TypeError``.
 
+    A metric with per-row inputs beyond the labels (:attr:`Metric.inputs`: ``propensity``
+    for the counterfactual ``"ips_dcg"`` and ``"ips_ndcg"``, whose labels are clicks) gets
+    them the same way: the scorer requests them for ``score`` along with ``groups``, and is
+    called as ``scorer(estimator, X, clicks, groups=qid, propensity=p)``.
+
     Parameters
     ----------
     metric : str, default="ndcg"
         A name of :data:`~sklearn_ltr.metrics.METRICS` (or an alias): ``"ndcg"``, ``"dcg"``,
-        ``"map"``, ``"precision"``, ``"mrr"``, ``"err"``, ``"swapped_pairs"`` or a registered
-        one. A metric for which lower is better (``"swapped_pairs"``, the fraction of
+        ``"map"``, ``"precision"``, ``"mrr"``, ``"err"``, ``"swapped_pairs"``, ``"ips_dcg"``,
+        ``"ips_ndcg"`` or a registered one. A metric for which lower is better (``"swapped_pairs"``, the fraction of
         swapped pairs) is negated, so that greater is better.
     k : int or None, default=10
         Cut-off passed to the metric (ignored by a metric without one, ``"swapped_pairs"``).
@@ -142,7 +160,7 @@ class RankingScorer:
         takes_k = get_metric(self.metric).takes_k
         return {"k": self.k, **self.metric_params} if takes_k else dict(self.metric_params)
 
-    def __call__(self, estimator, X, y_true, groups=None, sample_weight=None):
+    def __call__(self, estimator, X, y_true, groups=None, sample_weight=None, **inputs):
         """Predict on ``X`` with its query ids and return the mean metric over queries.
 
         Parameters
@@ -162,6 +180,9 @@ class RankingScorer:
             the search at the first fold instead of scoring every fold ``nan``).
         sample_weight : None
             Not supported: must be ``None``.
+        **inputs : array-like of shape (n_samples,)
+            The per-row inputs that the metric needs (:attr:`Metric.inputs`), e.g.
+            ``propensity=`` for ``"ips_ndcg"``; routed like ``groups``.
 
         Returns
         -------
@@ -179,18 +200,27 @@ class RankingScorer:
             raise ValueError(
                 f"{self!r} does not support sample_weight: ranking metrics average over queries."
             )
+        record = get_metric(self.metric, owner=type(self).__name__, parameter="metric")
+        unknown = sorted(set(inputs) - set(record.inputs))
+        if unknown:
+            raise TypeError(f"{self!r} got an unexpected keyword argument {unknown[0]!r}; its metric takes "
+                            f"{list(record.inputs) or 'no per-row input'} beyond groups.")
+        missing = [name for name in record.inputs if inputs.get(name) is None]
+        if missing:
+            raise ValueError(_no_input_message(repr(self), record.name, missing[0]))
         if _predict_accepts_groups(estimator):
             y_score = estimator.predict(X, groups=groups)
         else:
             y_score = estimator.predict(X)
-        record = get_metric(self.metric, owner=type(self).__name__, parameter="metric")
-        value = record.score(y_true, y_score, groups, **self._metric_kwargs())
+        value = record.score(y_true, y_score, groups, **inputs, **self._metric_kwargs())
         return value if record.higher_is_better else -value
 
     def get_metadata_routing(self):
-        """Request ``groups`` for scoring (scikit-learn metadata routing)."""
+        """Request ``groups``, and the metric's per-row inputs, for scoring (scikit-learn metadata routing)."""
         request = MetadataRequest(owner=type(self).__name__)
         request.score.add_request(param="groups", alias=True)
+        for name in get_metric(self.metric).inputs:
+            request.score.add_request(param=name, alias=True)
         return request
 
     def __repr__(self):
@@ -281,6 +311,60 @@ def make_ranking_scorer(metric, k=10, **metric_params):
     if metric == "ndcg":
         return NDCGScorer(k=k, **metric_params)
     return RankingScorer(metric, k=k, **metric_params)
+
+
+def ips_ndcg_scorer(k=10, **metric_params):
+    """Make a scorer of the counterfactual NDCG@k of a click log, for model selection without labels.
+
+    The scorer of :func:`~sklearn_ltr.metrics.ips_ndcg_score`: called as
+    ``scorer(estimator, X, clicks, groups=qid, propensity=p)``, with the clicks of the logged
+    rows in place of labels and the examination propensity of each row. It requests both
+    ``groups`` and ``propensity`` through scikit-learn's metadata routing, so inside
+    ``GridSearchCV`` or ``cross_validate`` (with ``sklearn.set_config(enable_metadata_routing=True)``)
+    each test fold is scored with its own rows' propensities.
+
+    Parameters
+    ----------
+    k : int or None, default=10
+        Cut-off.
+    **metric_params
+        Options of :func:`~sklearn_ltr.metrics.ips_ndcg_score`: ``clip``, ``empty_value``, ``ties``,
+        checked at construction. ``empty_value=None`` averages over the test queries with a click
+        only.
+
+    Returns
+    -------
+    scorer : RankingScorer
+        ``RankingScorer("ips_ndcg", k=k, **metric_params)``.
+
+    See Also
+    --------
+    make_ranking_scorer : The scorer of any registered metric (``"ips_dcg"`` too).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sklearn
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from sklearn.model_selection import GroupKFold, cross_val_score
+    >>> from sklearn_ltr.datasets import observation_propensity, simulate_clicks
+    >>> from sklearn_ltr.metrics import ips_ndcg_scorer
+    >>> rng = np.random.default_rng(0)
+    >>> qid = np.repeat(np.arange(40), 8)
+    >>> X = rng.normal(size=(qid.size, 3))
+    >>> y = np.clip(np.round(X[:, 0] + 1), 0, 2).astype(int)
+    >>> positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=0)
+    >>> propensity = observation_propensity(positions)
+    >>> scorer = ips_ndcg_scorer(k=5)
+    >>> scorer
+    RankingScorer('ips_ndcg', k=5)
+    >>> with sklearn.config_context(enable_metadata_routing=True):
+    ...     scores = cross_val_score(LinearRegression(), X, clicks, cv=GroupKFold(2), scoring=scorer,
+    ...                              params={"groups": qid, "propensity": propensity})
+    >>> scores.shape, bool(np.all((0 <= scores) & (scores <= 1)))
+    ((2,), True)
+    """
+    return RankingScorer("ips_ndcg", k=k, **metric_params)
 
 
 #: NDCG@10 with exponential gain, LightGBM's empty-query convention and tie-averaging.

@@ -236,6 +236,10 @@ def compare_rankings(
     for ``"ndcg"`` and ``"map"``) are left out of every comparison: they depend on the
     labels only, so they are the same queries for every system.
 
+    The counterfactual metrics ``"ips_dcg"`` and ``"ips_ndcg"`` compare rankers on a click
+    log instead of labels: ``y_true`` holds the clicks and ``propensity=`` the examination
+    propensity of each logged row (see :func:`~sklearn_ltr.metrics.ips_dcg_per_query`).
+
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
@@ -255,7 +259,9 @@ def compare_rankings(
         ``"map"`` (:func:`~sklearn_ltr.metrics.average_precision_score`),
         ``"precision"`` (:func:`~sklearn_ltr.metrics.precision_at_k`),
         ``"mrr"`` (:func:`~sklearn_ltr.metrics.mrr_score`),
-        ``"err"`` (:func:`~sklearn_ltr.metrics.err_score`), an alias or a registered metric.
+        ``"err"`` (:func:`~sklearn_ltr.metrics.err_score`),
+        ``"ips_dcg"`` (:func:`~sklearn_ltr.metrics.ips_dcg_score`),
+        ``"ips_ndcg"`` (:func:`~sklearn_ltr.metrics.ips_ndcg_score`), an alias or a registered metric.
     k : int or None, default=10
         The metric's cut-off; ``None`` uses whole lists (not for ``"precision"``).
     tests : str or collection of str, default=("t-test", "randomization", "bootstrap")
@@ -270,7 +276,10 @@ def compare_rankings(
         Seeds the resampling tests.
     **metric_params
         Further options of the metric, e.g. ``gain="linear"``, ``empty_value=0.0``,
-        ``ties="stable"`` for ``"ndcg"``, ``max_grade=4`` for ``"err"``.
+        ``ties="stable"`` for ``"ndcg"``, ``max_grade=4`` for ``"err"``, ``clip=0.1`` for
+        ``"ips_ndcg"``; and the per-row inputs of a metric that needs them
+        (:attr:`Metric.inputs`): ``propensity=`` for ``"ips_dcg"`` and ``"ips_ndcg"``, one
+        examination propensity per row.
 
     Returns
     -------
@@ -290,7 +299,8 @@ def compare_rankings(
         ``confidence_level``, ``correction`` or ``random_state`` is invalid (a
         ``ValueError``).
     TypeError
-        When ``metric_params`` has an option that the metric does not take.
+        When ``metric_params`` has an option that the metric does not take, or lacks a
+        per-row input that it needs (``propensity`` for the counterfactual metrics).
 
     See Also
     --------
@@ -326,10 +336,22 @@ def compare_rankings(
     (True, True, True)
     >>> bool(r.ci_low > 0)
     True
+
+    On a click log, the counterfactual NDCG compares the same rankers without labels:
+
+    >>> from sklearn_ltr.datasets import observation_propensity, simulate_clicks
+    >>> positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=0)
+    >>> table = compare_rankings(clicks, baseline, others, qid, metric="ips_ndcg", k=10,
+    ...                          propensity=observation_propensity(positions), random_state=0)
+    >>> table.metric, bool(table["better"].mean_difference > 0)
+    ('ips_ndcg@10', True)
     """
     record = get_metric(metric, per_query=True, owner="compare_rankings", parameter="metric")
     check_test_options("compare_rankings", tests=tests, n_resamples=n_resamples,
                        confidence_level=confidence_level, correction=correction, random_state=random_state)
+    # Per-row inputs (a click log's propensities) travel with the options but are not options.
+    inputs = {name: metric_params.pop(name) for name in record.inputs if name in metric_params}
+    record.check_inputs("compare_rankings", inputs)
     options = {"k": k, **metric_params} if record.takes_k else dict(metric_params)
     record.check_options("compare_rankings", options)
     per_query = record.per_query
@@ -341,8 +363,8 @@ def compare_rankings(
     names, systems, labels = split_systems(others)
     systems = [check_scores(scores, n_samples, name=label) for scores, label in zip(systems, labels, strict=True)]
 
-    base_values = per_query(y_true, baseline, groups, **options)
-    other_values = np.stack([per_query(y_true, scores, groups, **options) for scores in systems])
+    base_values = per_query(y_true, baseline, groups, **inputs, **options)
+    other_values = np.stack([per_query(y_true, scores, groups, **inputs, **options) for scores in systems])
     defined = ~np.isnan(base_values)
     if defined.sum() < 2:
         raise ValueError(

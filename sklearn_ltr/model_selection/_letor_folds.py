@@ -358,7 +358,7 @@ def evaluate_letor_folds(
     >>> table.n_queries
     50
     """
-    record = get_metric(metric, per_query=True, owner="evaluate_letor_folds", parameter="metric")
+    record = get_metric(metric, per_query=True, owner="evaluate_letor_folds", parameter="metric", inputs=())
     ks = _check_cutoffs(k)
     metric_params = dict(metric_params or {})
     allowed = record.options
