@@ -214,3 +214,17 @@ def test_early_stopping_monitors_a_separate_validation_click_log():
     assert values[ranker.best_iteration_ - 1] == pytest.approx(expected, rel=1e-6)
     # The user's callback object is untouched (fit works on copies).
     assert not hasattr(valid, "dataset_")
+
+
+def test_validation_estimate_is_the_metric_librarys_ips_ndcg():
+    from sklearn_ltr.metrics import ips_ndcg_score
+
+    X, y, qid = make_ranking(n_queries=90, n_features=5, random_state=2)
+    positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=2)
+    propensity = observation_propensity(positions)
+    train, val = qid < 60, qid >= 60
+    valid = ValidationNDCG(k=5, X=X[val], y=clicks[val], groups=qid[val], propensity=propensity[val])
+    ranker = RankNetRanker(hidden_sizes=(8,), loss="sigmoid_ce", max_epochs=1, callbacks=[valid], random_state=0)
+    ranker.fit(X[train], clicks[train], qid[train])
+    expected = ips_ndcg_score(clicks[val], ranker.predict(X[val]), qid[val], propensity[val], k=5)
+    assert ranker.history_[-1, "valid_ndcg@5"] == pytest.approx(expected, rel=1e-6)
