@@ -621,11 +621,11 @@ def _order_text(entry, methods):
     return " < ".join(sorted(means, key=means.get))
 
 
-def _seed_mean(study_result, protocol, w, method, seeds):
-    """Per-query values over every fold, averaged over ``seeds`` only (so that two studies pair)."""
+def _seed_mean(study_result, protocol, w, method, seeds, folds):
+    """Per-query values over ``folds``, averaged over ``seeds`` only (so that two studies pair)."""
     cells = {(c["fold"], c["seed"]): np.asarray(c["results"][protocol][method]["ndcg"])
-             for c in study_result["cells"] if c["w"] == w and c["seed"] in seeds and method in c["results"][protocol]}
-    folds = sorted({f for f, _ in cells})
+             for c in study_result["cells"]
+             if c["w"] == w and c["seed"] in seeds and c["fold"] in folds and method in c["results"][protocol]}
     return np.concatenate([np.mean([cells[f, s] for s in seeds], axis=0) for f in folds])
 
 
@@ -640,35 +640,38 @@ def recipe_sections(results, w_final=1.0):
         recipe = studies.get("recipe")
         if recipe is None or w_final not in recipe["weights"]:
             continue
-        seeds = sorted(recipe["seeds"])
+        seeds, folds = sorted(recipe["seeds"]), sorted(recipe["folds"])
         for protocol in PROTOCOLS:
             name = f"{STUDY_NAMES[dataset]}, {PROTOCOL_NAMES[protocol]}"
             values = {}
             for trainer in ("current", "first", "library", "recipe"):
                 study = studies.get(trainer)
-                if study is None or not set(seeds) <= set(study["seeds"]):
+                if study is None or not (set(seeds) <= set(study["seeds"]) and set(folds) <= set(study["folds"])):
                     continue
                 methods = [m for m in _methods(study) if m not in (ORACLE, LAMBDAMART, OURS)]
-                values[trainer] = {m: _seed_mean(study, protocol, w_final, m, seeds) for m in methods}
-            text = []
-            for trainer, by_method in values.items():
-                best = max(by_method, key=lambda m: by_method[m].mean())
-                text.append((trainer, by_method["Single Tower"], best, by_method[best]))
+                values[trainer] = {m: _seed_mean(study, protocol, w_final, m, seeds, folds) for m in methods}
             cells = [f"| {name} |"]
-            for _trainer, single, best, best_values in text:
-                cells.append(f" {single.mean():.3f} / {best_values.mean():.3f} ({best}) |")
-            ref_single, rec_single = values["current"]["Single Tower"], values["recipe"]["Single Tower"]
-            ref_best = max(values["current"].values(), key=np.mean)
-            rec_best_name = max(values["recipe"], key=lambda m: values["recipe"][m].mean())
-            tests = paired_significance(ref_single, {"single": rec_single}, tests=("randomization",), random_state=0)
-            tests_best = paired_significance(ref_best, {"best": values["recipe"][rec_best_name]},
-                                             tests=("randomization",), random_state=0)
-            for result in (tests["single"], tests_best["best"]):
-                verdict = "not below" if result.mean_difference >= 0 or result.randomization_pvalue >= 0.05 else \
-                    "**significantly below**"
-                cells.append(f" {result.mean_difference:+.3f} (p {_fmt_p(result.randomization_pvalue)}), {verdict} |")
+            for trainer in ("current", "first", "library", "recipe"):
+                by_method = values.get(trainer)
+                if by_method is None:
+                    cells.append(" |")
+                    continue
+                best = max(by_method, key=lambda m, by_method=by_method: by_method[m].mean())
+                cells.append(f" {by_method['Single Tower'].mean():.3f} / {by_method[best].mean():.3f} ({best}) |")
+            if "current" in values:
+                ref_single, rec_single = values["current"]["Single Tower"], values["recipe"]["Single Tower"]
+                ref_best = max(values["current"].values(), key=np.mean)
+                rec_best = max(values["recipe"].values(), key=np.mean)
+                for reference, ours in ((ref_single, rec_single), (ref_best, rec_best)):
+                    result = paired_significance(reference, {"recipe": ours}, tests=("randomization",),
+                                                 random_state=0)["recipe"]
+                    below = result.mean_difference < 0 and result.randomization_pvalue < 0.05
+                    cells.append(f" {result.mean_difference:+.3f} (p {_fmt_p(result.randomization_pvalue)}), "
+                                 f"{'**significantly below**' if below else 'not below'} |")
+            else:  # no reference study to pair with (e.g. a --quick run elsewhere)
+                cells += [" |", " |"]
             rows.append("".join(cells))
-            oracle = _seed_mean(recipe, protocol, w_final, ORACLE, seeds)
+            oracle = _seed_mean(recipe, protocol, w_final, ORACLE, seeds, folds)
             rows[-1] += f" {oracle.mean():.3f} |"
             # Model selection on the validation log.
             taus = {key: [] for key in ("val_ips", "val_ips_true", "val_clicks")}
