@@ -108,7 +108,8 @@ estimates = {
 p = np.arange(1, 11)
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(p, observation_propensity(p), "k--", label="truth 1/p (hidden)")
-for (name, estimate), colour in zip(estimates.items(), ("C0", "C1"), strict=True):
+colours = ("C0", "C1")
+for (name, estimate), colour in zip(estimates.items(), colours, strict=True):
     ax.plot(estimate.positions, estimate.propensity, "o-", color=colour,
             label=name)
     ax.fill_between(estimate.positions, estimate.lower, estimate.upper,
