@@ -246,7 +246,7 @@ def get_loss(loss, **options):
     Traceback (most recent call last):
     ...
     TypeError: ranknet got unexpected option(s) ['temperature']; it accepts ['sigma', 'include_ties', 'reduction',
-    'weights'].
+    'weights', 'click_weights'].
     """
     if isinstance(loss, str):
         function = LOSSES[_canonical(loss)]
