@@ -2,8 +2,25 @@
 
 - :func:`inverse_propensity_weights`: the clipped weights :math:`1 / \\max(p, \\tau)` that
   training (``fit(..., propensity=...)``) and counterfactual metrics apply to clicks.
+- :func:`estimate_propensity_em`: examination propensity per position by regression EM of the
+  position-based model, from the clicks, positions and features of a log.
+- :func:`estimate_propensity_harvesting`: the same from documents shown at several positions
+  (intervention harvesting), without features.
+
+Both estimators return a :class:`PropensityEstimate` (per-position propensities relative to
+position 1 with a bootstrap band); its ``propensity_of(positions)`` gives each row's propensity.
 """
 
+from sklearn_ltr.clicks._em import estimate_propensity_em
+from sklearn_ltr.clicks._estimate import PropensityEstimate
+from sklearn_ltr.clicks._harvesting import estimate_propensity_harvesting
 from sklearn_ltr.clicks._weights import PROPENSITY_CLIP, check_propensity, inverse_propensity_weights
 
-__all__ = ["PROPENSITY_CLIP", "check_propensity", "inverse_propensity_weights"]
+__all__ = [
+    "PROPENSITY_CLIP",
+    "PropensityEstimate",
+    "check_propensity",
+    "estimate_propensity_em",
+    "estimate_propensity_harvesting",
+    "inverse_propensity_weights",
+]
