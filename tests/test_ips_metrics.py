@@ -238,6 +238,9 @@ def test_ips_dcg_is_unbiased_and_the_naive_estimate_is_not():
         ({"propensity": [1.0, 0.0, 0.5]}, r"propensity must hold examination probabilities in \(0, 1\]"),
         ({"propensity": [1.0, np.nan, 0.5]}, "propensity contains NaN"),
     ],
+    ids=["clicks-2", "clicks-negative", "clicks-fraction", "clicks-2d", "clicks-strings", "y_score-nan",
+         "y_score-length", "groups-length", "propensity-length", "propensity-weights", "propensity-zero",
+         "propensity-nan"],
 )
 @pytest.mark.parametrize("metric", [ips_dcg_score, ips_ndcg_score, ips_dcg_per_query, ips_ndcg_per_query])
 def test_bad_input_names_the_argument(metric, change, message):

@@ -2,7 +2,7 @@ r"""Counterfactual ranking metrics from click logs: inverse-propensity-scored DC
 
 A click log has no relevance labels: only which shown documents were clicked and, for each, the
 probability :math:`p_i` that its position was examined. Weighting each click by
-:math:`w_i = 1 / p_i` (clipped: :func:`sklearn_ltr.clicks.inverse_propensity_weights`, the
+:math:`w_i = 1 / p_i` (clipped: ``sklearn_ltr.clicks.inverse_propensity_weights``, the
 weights training uses too) turns the clicks into an unbiased estimate of the relevance of the
 logged documents, so any metric that is linear in binary relevance, DCG first, can be estimated
 for a *new* ranking of the same rows (Joachims, Swaminathan and Schnabel, 2017; Agarwal et al.,
@@ -104,7 +104,7 @@ def ips_dcg_per_query(clicks, y_score, groups, propensity, *, k=None, clip=PROPE
         Cut-off: only clicked rows ranked in the top ``k`` by ``y_score`` count. ``None``: all.
     clip : float, default=PROPENSITY_CLIP
         :math:`\tau`, the smallest propensity kept (weights at most :math:`1 / \tau`); the same
-        default as training's weights, :data:`sklearn_ltr.clicks.PROPENSITY_CLIP` (0.05).
+        default as training's weights, ``sklearn_ltr.clicks.PROPENSITY_CLIP`` (0.05).
     ties : {"average", "stable"}, default="average"
         How tied scores are ranked, as in :func:`ndcg_score`: ``"average"`` gives tied rows the
         mean discount of their positions, ``"stable"`` ranks them in input row order.
@@ -125,7 +125,7 @@ def ips_dcg_per_query(clicks, y_score, groups, propensity, *, k=None, clip=PROPE
     See Also
     --------
     ips_ndcg_per_query : The self-normalised estimate, per query.
-    sklearn_ltr.clicks.inverse_propensity_weights : The clipped weights.
+    ips_dcg_score : The mean over queries.
 
     References
     ----------

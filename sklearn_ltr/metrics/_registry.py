@@ -148,7 +148,7 @@ class Metric:
         return self.name if k is None else f"{self.name}@{k}"
 
     def check_inputs(self, owner, inputs):
-        """Raise a ``TypeError`` naming ``owner`` when one of the metric's per-row :attr:`inputs` is missing.
+        """Raise a ``TypeError`` naming ``owner`` when one of the metric's per-row ``inputs`` is missing.
 
         Parameters
         ----------
@@ -294,8 +294,8 @@ def get_metric(name, *, per_query=False, owner="get_metric", parameter="name", i
         The caller and its argument, named in the error message.
     inputs : tuple of str, default=None
         The per-row inputs the caller can supply beyond ``(y_true, y_score, groups)``: a metric
-        that needs another one (see :attr:`Metric.inputs`) is refused. ``()``: labels and scores
-        only, which refuses the counterfactual metrics. None: no check.
+        that needs another one (see the ``inputs`` of :class:`Metric`) is refused. ``()``:
+        labels and scores only, which refuses the counterfactual metrics. None: no check.
 
     Returns
     -------

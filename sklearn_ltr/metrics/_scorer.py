@@ -90,8 +90,9 @@ class RankingScorer:
     ``InvalidParameterError`` (a ``ValueError``) naming the parameter, an option
     that the metric does not take a ``TypeError``.
 
-    A metric with per-row inputs beyond the labels (:attr:`Metric.inputs`: ``propensity``
-    for the counterfactual ``"ips_dcg"`` and ``"ips_ndcg"``, whose labels are clicks) gets
+    A metric with per-row inputs beyond the labels (the ``inputs`` of its
+    :class:`~sklearn_ltr.metrics.Metric`: ``propensity`` for the counterfactual ``"ips_dcg"``
+    and ``"ips_ndcg"``, whose labels are clicks) gets
     them the same way: the scorer requests them for ``score`` along with ``groups``, and is
     called as ``scorer(estimator, X, clicks, groups=qid, propensity=p)``.
 
@@ -181,7 +182,7 @@ class RankingScorer:
         sample_weight : None
             Not supported: must be ``None``.
         **inputs : array-like of shape (n_samples,)
-            The per-row inputs that the metric needs (:attr:`Metric.inputs`), e.g.
+            The per-row inputs that the metric needs (the ``inputs`` of :class:`~sklearn_ltr.metrics.Metric`), e.g.
             ``propensity=`` for ``"ips_ndcg"``; routed like ``groups``.
 
         Returns

@@ -278,8 +278,8 @@ def compare_rankings(
         Further options of the metric, e.g. ``gain="linear"``, ``empty_value=0.0``,
         ``ties="stable"`` for ``"ndcg"``, ``max_grade=4`` for ``"err"``, ``clip=0.1`` for
         ``"ips_ndcg"``; and the per-row inputs of a metric that needs them
-        (:attr:`Metric.inputs`): ``propensity=`` for ``"ips_dcg"`` and ``"ips_ndcg"``, one
-        examination propensity per row.
+        (the ``inputs`` of its :class:`~sklearn_ltr.metrics.Metric`): ``propensity=`` for
+        ``"ips_dcg"`` and ``"ips_ndcg"``, one examination propensity per row.
 
     Returns
     -------
