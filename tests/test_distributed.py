@@ -39,12 +39,31 @@ CONFIGS = {
                                 "max_epochs": 3}),
     "two_tower": (TwoTowerDebiasedRanker, {"hidden_sizes": (8,), "gradient_reversal": 0.5, "batch_size": 8,
                                            "max_epochs": 3}),
+    # Per-query sample weights: each process's share of a global batch is its part of the batch's
+    # query *weight*, not of its query count (with unequal weights the two differ).
+    "ranknet_weighted": (RankNetRanker, {"hidden_sizes": (16,), "batch_size": 8, "max_epochs": 3}),
+    # Global batches of exactly as many queries as processes (one query each, nothing to merge).
+    "ranknet_batch2": (RankNetRanker, {"hidden_sizes": (16,), "batch_size": 2, "max_epochs": 2}),
+    # 20 queries in batches of 3: six of 3 (split 2 / 1) and one of exactly 2.
+    "ranknet_batch3": (RankNetRanker, {"hidden_sizes": (16,), "batch_size": 3, "max_epochs": 2}),
+    # Weighted and uneven together, with validation queries over several batches.
+    "dasalc_weighted_early": (DASALCRanker, {**_DASALC, "batch_size": 3, "max_epochs": 5, "early_stopping": True,
+                                             "validation_fraction": 0.4, "n_iter_no_change": 2}),
 }
+# Queries per configuration (21 unless said).
+N_QUERIES = {"ranknet_batch2": 20, "ranknet_batch3": 20, "dasalc_weighted_early": 20}
+WEIGHTED = {"ranknet_weighted", "dasalc_weighted_early"}
 
 
-def _data():
-    X, y, qid = make_ranking(n_queries=21, n_features=6, shuffle=True, random_state=3)
+def _data(n_queries=21):
+    X, y, qid = make_ranking(n_queries=n_queries, n_features=6, shuffle=True, random_state=3)
     return X.astype(np.float32), y, qid
+
+
+def _sample_weight(qid):
+    """One weight per query, from 0.2 to 5 (constant within a query, as sample_weight must be)."""
+    ids, codes = np.unique(qid, return_inverse=True)
+    return np.linspace(0.2, 5.0, len(ids))[np.random.default_rng(1).permutation(len(ids))][codes]
 
 
 def _log1p(X):
@@ -55,7 +74,7 @@ def _log1p(X):
 
 def _fit(name, **params):
     cls, options = CONFIGS[name]
-    X, y, qid = _data()
+    X, y, qid = _data(N_QUERIES.get(name, 21))
     if cls is SetRankRanker:
         X = _log1p(X)
     # CPU whatever --device says: these processes join a gloo group of their own, and two processes
@@ -64,6 +83,8 @@ def _fit(name, **params):
     if cls is TwoTowerDebiasedRanker:
         positions, clicks = simulate_clicks(y, qid, w=0.5, y_max=4, random_state=0)
         return ranker.fit(X, clicks, groups=qid, positions=positions)
+    if name in WEIGHTED:
+        return ranker.fit(X, y, groups=qid, sample_weight=_sample_weight(qid))
     return ranker.fit(X, y, groups=qid)
 
 
@@ -71,9 +92,9 @@ def _worker(rank, init_file, out_dir):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD_SIZE)
     try:
-        X, _, qid = _data()
         results = {}
         for name in CONFIGS:
+            X, _, qid = _data(N_QUERIES.get(name, 21))
             ranker = _fit(name, distributed=True)
             results[name] = {
                 "scores": ranker.predict(_log1p(X) if name == "setrank" else X, groups=qid),
@@ -106,7 +127,7 @@ def distributed_results(tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_two_processes_train_the_model_of_one(distributed_results, name):
-    X, _, qid = _data()
+    X, _, qid = _data(N_QUERIES.get(name, 21))
     X = _log1p(X) if name == "setrank" else X
     single = _fit(name)
     expected = single.predict(X, groups=qid)
