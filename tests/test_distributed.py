@@ -104,6 +104,11 @@ def _worker(rank, init_file, out_dir):
                 "class": type(ranker.net_).__name__,
                 "pickled": pickle.dumps(ranker),
             }
+        # Fewer queries per batch than processes: every global batch joins a neighbour.
+        ranker = _fit("ranknet", batch_size=1, max_epochs=1, distributed=True)
+        X, _, qid = _data()
+        results["batch1"] = {"scores": ranker.predict(X, groups=qid),
+                             "batch_count": [row["train_batch_count"] for row in ranker.history_]}
         with open(os.path.join(out_dir, f"rank{rank}.pkl"), "wb") as file:
             pickle.dump(results, file)
     finally:
@@ -154,6 +159,14 @@ def test_two_processes_train_the_model_of_one(distributed_results, name):
         for results in distributed_results:  # the same NDCG on every process, equal to one process's
             np.testing.assert_allclose(results[name]["valid_ndcg"], valid, rtol=1e-5)
         assert len(valid) < CONFIGS[name][1]["max_epochs"], "early stopping never triggered: weak test"
+
+
+def test_batches_smaller_than_the_processes_join_in_pairs(distributed_results):
+    """batch_size=1 on two processes: each global batch of one query joins one neighbour, not all of them."""
+    first, second = (results["batch1"] for results in distributed_results)
+    # 21 queries: nine pairs and a last batch of three, on both processes (not one batch of 21).
+    assert first["batch_count"] == second["batch_count"] == [10]
+    np.testing.assert_array_equal(first["scores"], second["scores"])
 
 
 def test_tolerance_tells_models_apart(distributed_results):
