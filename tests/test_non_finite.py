@@ -56,7 +56,7 @@ def _loss_becoming(value, *, when):
     return loss
 
 
-@pytest.mark.parametrize("when", ["training"])
+@pytest.mark.parametrize("when", ["training", "validation"])
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_non_finite_loss_stops_training(data, kind, when):
     X, y, qid = data
