@@ -47,8 +47,8 @@ CONFIGS = {
     # 20 queries in batches of 3: six of 3 (split 2 / 1) and one of exactly 2.
     "ranknet_batch3": (RankNetRanker, {"hidden_sizes": (16,), "batch_size": 3, "max_epochs": 2}),
     # Weighted and uneven together, with validation queries over several batches.
-    "dasalc_weighted_early": (DASALCRanker, {**_DASALC, "batch_size": 3, "max_epochs": 5, "early_stopping": True,
-                                             "validation_fraction": 0.4, "n_iter_no_change": 2}),
+    "dasalc_weighted_early": (DASALCRanker, {**_DASALC, "batch_size": 5, "max_epochs": 5, "early_stopping": True,
+                                             "validation_fraction": 0.3, "n_iter_no_change": 2}),
 }
 # Queries per configuration (21 unless said).
 N_QUERIES = {"ranknet_batch2": 20, "ranknet_batch3": 20, "dasalc_weighted_early": 20}
@@ -100,6 +100,7 @@ def _worker(rank, init_file, out_dir):
                 "scores": ranker.predict(_log1p(X) if name == "setrank" else X, groups=qid),
                 "valid_ndcg": [row.get("valid_ndcg@10") for row in ranker.history_],
                 "train_loss": [row["train_loss"] for row in ranker.history_],
+                "valid_loss": [row.get("valid_loss") for row in ranker.history_],
                 "best_iteration": ranker.best_iteration_,
                 "class": type(ranker.net_).__name__,
                 "pickled": pickle.dumps(ranker),
@@ -156,8 +157,10 @@ def test_two_processes_train_the_model_of_one(distributed_results, name):
             torch.set_num_threads(threads)
     if single.early_stopping:
         valid = [row["valid_ndcg@10"] for row in single.history_]
+        valid_loss = [row["valid_loss"] for row in single.history_]
         for results in distributed_results:  # the same NDCG on every process, equal to one process's
             np.testing.assert_allclose(results[name]["valid_ndcg"], valid, rtol=1e-5)
+            np.testing.assert_allclose(results[name]["valid_loss"], valid_loss, rtol=1e-4)
         assert len(valid) < CONFIGS[name][1]["max_epochs"], "early stopping never triggered: weak test"
 
 

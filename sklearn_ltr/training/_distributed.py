@@ -272,6 +272,9 @@ class DataParallelMixin:
         for batch in iterator:
             inputs = batch[0]
             if inputs.get(_IDLE):
+                # The history's entry of this batch (skorch's on_batch_begin opens it, and no callback
+                # is notified): without it, the records below would overwrite the previous batch's.
+                self.history.new_batch()
                 loss = torch.zeros((), dtype=torch.float32)
             else:
                 self.notify("on_batch_begin", batch=batch, training=training)
