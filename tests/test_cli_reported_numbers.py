@@ -36,7 +36,9 @@ def _train(capsys, files, model, *options):
     (ndcg,) = [line for line in out.splitlines() if line.startswith("NDCG@10: ")]
     saved = joblib.load(model)
     estimator = saved.steps[-1][1] if hasattr(saved, "steps") else saved
-    return trained, float(re.search(r"valid (\d\.\d{4})", ndcg).group(1)), saved.cli_metadata_, estimator
+    steps = [name for name, _ in saved.steps] if hasattr(saved, "steps") else []
+    metadata = {**saved.cli_metadata_, "steps": steps}
+    return trained, float(re.search(r"valid (\d\.\d{4})", ndcg).group(1)), metadata, estimator
 
 
 def test_neural_epochs_and_best_epoch(capsys, files, tmp_path):
@@ -47,7 +49,9 @@ def test_neural_epochs_and_best_epoch(capsys, files, tmp_path):
     epochs, best = ranker.n_iter_, int(np.argmax(history)) + 1
     assert epochs == len(history) < 12, "early stopping never triggered: weak test"
     assert 1 < best < epochs, "the best epoch is the first or the last: weak test"
-    assert f"(epochs {epochs}, best epoch {best};" in trained
+    # RankNet's registry entry declares log1p-standardize as the command line's default preprocessing.
+    assert f"(epochs {epochs}, best epoch {best}; preprocessing log1p-standardize)" in trained
+    assert (metadata["preprocessing"], metadata["steps"]) == ("log1p-standardize", ["log1p", "scale", "ranker"])
     assert (metadata["epochs"], metadata["best_epoch"]) == (epochs, best)
     # The saved model is the best epoch's (EarlyStopping(load_best=True)): its validation NDCG is the best.
     assert valid_ndcg == round(max(history), 4)
@@ -62,3 +66,4 @@ def test_lambdamart_rounds_and_best_iteration(capsys, files, tmp_path):
     assert best == ranker.best_iteration_ == ranker.booster_.current_iteration()
     assert f"(rounds {rounds}, best iteration {best})" in trained
     assert (metadata["rounds"], metadata["best_iteration"]) == (rounds, best)
+    assert (metadata["preprocessing"], metadata["steps"]) == ("none", [])
