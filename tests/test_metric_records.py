@@ -52,3 +52,13 @@ def test_per_query_values_follow_the_ties_option(name, ties):
     assert np.mean(values) == pytest.approx(score(y_true, y_score, groups, k=2, ties=ties), rel=1e-12)
     other = METRICS[name].per_query(y_true, y_score, groups, k=2, ties="stable" if ties == "average" else "average")
     assert not np.allclose(values, other), "ties make no difference here: weak test"
+
+
+def test_unregistering_an_unknown_metric_names_unregister_metric():
+    from sklearn_ltr.metrics import unregister_metric
+
+    with pytest.raises(ValueError, match=r"^The 'name' parameter of unregister_metric must be a registered metric; "
+                                         r"got unknown metric 'nope'"):
+        unregister_metric("nope")
+    with pytest.raises(ValueError, match=r"^'ndcg' is a built-in metric of sklearn_ltr; only registered ones"):
+        unregister_metric("ndcg")
