@@ -39,12 +39,31 @@ CONFIGS = {
                                 "max_epochs": 3}),
     "two_tower": (TwoTowerDebiasedRanker, {"hidden_sizes": (8,), "gradient_reversal": 0.5, "batch_size": 8,
                                            "max_epochs": 3}),
+    # Per-query sample weights: each process's share of a global batch is its part of the batch's
+    # query *weight*, not of its query count (with unequal weights the two differ).
+    "ranknet_weighted": (RankNetRanker, {"hidden_sizes": (16,), "batch_size": 8, "max_epochs": 3}),
+    # Global batches of exactly as many queries as processes (one query each, nothing to merge).
+    "ranknet_batch2": (RankNetRanker, {"hidden_sizes": (16,), "batch_size": 2, "max_epochs": 2}),
+    # 20 queries in batches of 3: six of 3 (split 2 / 1) and one of exactly 2.
+    "ranknet_batch3": (RankNetRanker, {"hidden_sizes": (16,), "batch_size": 3, "max_epochs": 2}),
+    # Weighted and uneven together, with validation queries over several batches.
+    "dasalc_weighted_early": (DASALCRanker, {**_DASALC, "batch_size": 5, "max_epochs": 5, "early_stopping": True,
+                                             "validation_fraction": 0.3, "n_iter_no_change": 2}),
 }
+# Queries per configuration (21 unless said).
+N_QUERIES = {"ranknet_batch2": 20, "ranknet_batch3": 20, "dasalc_weighted_early": 20}
+WEIGHTED = {"ranknet_weighted", "dasalc_weighted_early"}
 
 
-def _data():
-    X, y, qid = make_ranking(n_queries=21, n_features=6, shuffle=True, random_state=3)
+def _data(n_queries=21):
+    X, y, qid = make_ranking(n_queries=n_queries, n_features=6, shuffle=True, random_state=3)
     return X.astype(np.float32), y, qid
+
+
+def _sample_weight(qid):
+    """One weight per query, from 0.2 to 5 (constant within a query, as sample_weight must be)."""
+    ids, codes = np.unique(qid, return_inverse=True)
+    return np.linspace(0.2, 5.0, len(ids))[np.random.default_rng(1).permutation(len(ids))][codes]
 
 
 def _log1p(X):
@@ -55,7 +74,7 @@ def _log1p(X):
 
 def _fit(name, **params):
     cls, options = CONFIGS[name]
-    X, y, qid = _data()
+    X, y, qid = _data(N_QUERIES.get(name, 21))
     if cls is SetRankRanker:
         X = _log1p(X)
     # CPU whatever --device says: these processes join a gloo group of their own, and two processes
@@ -64,6 +83,8 @@ def _fit(name, **params):
     if cls is TwoTowerDebiasedRanker:
         positions, clicks = simulate_clicks(y, qid, w=0.5, y_max=4, random_state=0)
         return ranker.fit(X, clicks, groups=qid, positions=positions)
+    if name in WEIGHTED:
+        return ranker.fit(X, y, groups=qid, sample_weight=_sample_weight(qid))
     return ranker.fit(X, y, groups=qid)
 
 
@@ -71,18 +92,24 @@ def _worker(rank, init_file, out_dir):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD_SIZE)
     try:
-        X, _, qid = _data()
         results = {}
         for name in CONFIGS:
+            X, _, qid = _data(N_QUERIES.get(name, 21))
             ranker = _fit(name, distributed=True)
             results[name] = {
                 "scores": ranker.predict(_log1p(X) if name == "setrank" else X, groups=qid),
                 "valid_ndcg": [row.get("valid_ndcg@10") for row in ranker.history_],
                 "train_loss": [row["train_loss"] for row in ranker.history_],
+                "valid_loss": [row.get("valid_loss") for row in ranker.history_],
                 "best_iteration": ranker.best_iteration_,
                 "class": type(ranker.net_).__name__,
                 "pickled": pickle.dumps(ranker),
             }
+        # Fewer queries per batch than processes: every global batch joins a neighbour.
+        ranker = _fit("ranknet", batch_size=1, max_epochs=1, distributed=True)
+        X, _, qid = _data()
+        results["batch1"] = {"scores": ranker.predict(X, groups=qid),
+                             "batch_count": [row["train_batch_count"] for row in ranker.history_]}
         with open(os.path.join(out_dir, f"rank{rank}.pkl"), "wb") as file:
             pickle.dump(results, file)
     finally:
@@ -106,7 +133,7 @@ def distributed_results(tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_two_processes_train_the_model_of_one(distributed_results, name):
-    X, _, qid = _data()
+    X, _, qid = _data(N_QUERIES.get(name, 21))
     X = _log1p(X) if name == "setrank" else X
     single = _fit(name)
     expected = single.predict(X, groups=qid)
@@ -130,9 +157,19 @@ def test_two_processes_train_the_model_of_one(distributed_results, name):
             torch.set_num_threads(threads)
     if single.early_stopping:
         valid = [row["valid_ndcg@10"] for row in single.history_]
+        valid_loss = [row["valid_loss"] for row in single.history_]
         for results in distributed_results:  # the same NDCG on every process, equal to one process's
             np.testing.assert_allclose(results[name]["valid_ndcg"], valid, rtol=1e-5)
+            np.testing.assert_allclose(results[name]["valid_loss"], valid_loss, rtol=1e-4)
         assert len(valid) < CONFIGS[name][1]["max_epochs"], "early stopping never triggered: weak test"
+
+
+def test_batches_smaller_than_the_processes_join_in_pairs(distributed_results):
+    """batch_size=1 on two processes: each global batch of one query joins one neighbour, not all of them."""
+    first, second = (results["batch1"] for results in distributed_results)
+    # 21 queries: nine pairs and a last batch of three, on both processes (not one batch of 21).
+    assert first["batch_count"] == second["batch_count"] == [10]
+    np.testing.assert_array_equal(first["scores"], second["scores"])
 
 
 def test_tolerance_tells_models_apart(distributed_results):

@@ -140,8 +140,9 @@ class ShardedQueryBatches(QueryBatches):
     Every process draws the same global batches (the shuffling generator has the same
     seed everywhere and nothing else consumes it); process ``rank`` gets the queries
     ``rank, rank + world_size, ...`` of each. In training, a global batch with fewer
-    queries than processes joins its neighbour, so that every process has a list to run
-    through the network (batch norm's statistics are reduced inside the forward pass).
+    queries than processes joins its neighbour (the next one, or the one before it for the
+    last batch), so that every process has a list to run through the network (batch norm's
+    statistics are reduced inside the forward pass).
     Each batch carries ``_share``, the process's part of the global batch's query weight,
     and ``_global_size``, the global number of queries. A process with no query in a
     validation batch gets an ``_idle`` batch, which it skips.
@@ -170,15 +171,17 @@ class ShardedQueryBatches(QueryBatches):
         batches = self._batches()
         if not self.shuffle:
             return batches
+        # A batch joins the one before it only while that one is short: with batch_size below the
+        # number of processes, batches pair up (or form triples...) instead of all chaining into one.
         merged = []
         for queries in batches:
-            if merged and len(queries) < self.world_size:
+            if merged and len(merged[-1]) < self.world_size:
                 merged[-1] = torch.cat([merged[-1], queries])
             else:
                 merged.append(queries)
-        if len(merged) > 1 and len(merged[0]) < self.world_size:
-            merged[1] = torch.cat([merged[0], merged[1]])
-            merged = merged[1:]
+        if len(merged) > 1 and len(merged[-1]) < self.world_size:
+            merged[-2] = torch.cat([merged[-2], merged[-1]])
+            merged = merged[:-1]
         return merged
 
     def _weights(self, queries):
@@ -269,6 +272,9 @@ class DataParallelMixin:
         for batch in iterator:
             inputs = batch[0]
             if inputs.get(_IDLE):
+                # The history's entry of this batch (skorch's on_batch_begin opens it, and no callback
+                # is notified): without it, the records below would overwrite the previous batch's.
+                self.history.new_batch()
                 loss = torch.zeros((), dtype=torch.float32)
             else:
                 self.notify("on_batch_begin", batch=batch, training=training)

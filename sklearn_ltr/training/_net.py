@@ -171,7 +171,10 @@ class RankingNet(NeuralNet):
         if torch.isfinite(loss).all():
             return
         epoch = len(self.history)
-        batch = len(self.history[-1]["batches"]) if epoch else 0
+        batches = self.history[-1]["batches"] if epoch else []
+        # The epoch's history lists its training batches, then its validation batches: a validation
+        # batch is numbered among the validation batches (those without a training loss).
+        batch = len(batches) if where == "training" else sum("train_loss" not in entry for entry in batches)
         raise NonFiniteLossError(
             f"The {where} loss became {float(loss)} at epoch {epoch}, batch {batch}: training diverged and the "
             f"weights are no longer usable, so fit stopped. Lower the learning rate (lr={self.lr:g}), scale the "

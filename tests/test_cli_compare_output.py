@@ -1,0 +1,60 @@
+"""What ``compare`` prints and saves about its input and its decisions, checked against the data and the p-values.
+
+The JSON's header (the file, its rows and queries, each metric's label and query count) and the
+significance marks: a p-value is significant when *below* ``--alpha``, so one equal to it is not,
+in the JSON and in the text table alike, with and without a correction.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from cli_helpers import run  # tests/cli_helpers.py
+
+from sklearn_ltr.datasets import dump_svmlight_ranking
+
+QID = np.repeat(np.arange(8), 3)
+Y = np.tile([2, 1, 0], 8)
+A = np.tile([0.9, 0.5, 0.1], 8)  # every query ranked right
+B = np.where(np.arange(24) % 6 < 3, np.tile([0.1, 0.5, 0.9], 8), A)  # every other query reversed
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("compare")
+    paths = {"data": str(tmp / "test.txt"), "a": str(tmp / "a.txt"), "b": str(tmp / "b.txt")}
+    dump_svmlight_ranking(np.ones((len(Y), 2)), Y, QID, paths["data"])
+    np.savetxt(paths["a"], A)
+    np.savetxt(paths["b"], B)
+    return paths
+
+
+def _compare(capsys, files, *options, json_output=True):
+    status, out, err = run(capsys, "compare", "--data", files["data"], "--scores", files["a"], "--scores",
+                           files["b"], "--metrics", "ndcg@10,mrr", "--resamples", "200", *options,
+                           *(["--json"] if json_output else []))
+    assert status == 0, err
+    return json.loads(out) if json_output else out
+
+
+def test_the_json_describes_the_data_and_the_metrics(capsys, files):
+    report = _compare(capsys, files)
+    assert (report["data"], report["rows"], report["queries"], report["empty_queries"]) == (files["data"], 24, 8, 0)
+    assert [system["name"] for system in report["systems"]] == ["a", "b"]
+    assert {key: (m["label"], m["n_queries"]) for key, m in report["metrics"].items()} == {
+        "ndcg@10": ("NDCG@10", 8), "mrr": ("MRR", 8)}
+
+
+@pytest.mark.parametrize("correction", ["holm", "none"])
+def test_a_p_value_equal_to_alpha_is_not_significant(capsys, files, correction):
+    field = "t_pvalue_adjusted" if correction == "holm" else "t_pvalue"
+    first = _compare(capsys, files, "--correction", correction)
+    p = first["metrics"]["ndcg@10"]["comparisons"][0][field]
+    assert 0 < p < 1
+    for alpha, significant in ((p, False), (np.nextafter(p, 1.0), True)):
+        report = _compare(capsys, files, "--correction", correction, "--alpha", repr(float(alpha)))
+        assert report["metrics"]["ndcg@10"]["comparisons"][0]["significant"]["t-test"] is significant
+        text = _compare(capsys, files, "--correction", correction, "--alpha", repr(float(alpha)), json_output=False)
+        (row,) = [line for line in text.splitlines()[text.splitlines().index("NDCG@10 over 8 queries"):]
+                  if line.startswith("b ")][:1]
+        assert (f"{p:.4f} *" in row) is significant, row

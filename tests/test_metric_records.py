@@ -1,0 +1,64 @@
+"""A metric record (:class:`sklearn_ltr.metrics.Metric`): what it refuses, and its score from per-query values."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from sklearn_ltr.metrics import METRICS, Metric, dcg_score, ndcg_score, register_metric
+
+
+def _values(y_true, y_score, groups):
+    return np.array([0.5, np.nan, 1.0])
+
+
+@pytest.mark.parametrize("name", ["", "ndcg@10", "@", 3, None])
+def test_a_metric_name_is_a_non_empty_str_without_a_cut_off(name):
+    with pytest.raises(ValueError, match=rf"^a metric name must be a non-empty str without '@'; got {name!r}\.$"):
+        Metric(name, None, _values)
+
+
+def test_a_metric_needs_a_function():
+    with pytest.raises(ValueError, match=r"^metric 'none' needs a score or a per_query function \(or both\)\.$"):
+        Metric("none", None, None)
+    assert Metric("score_only", lambda *args: 1.0, None).per_query is None
+
+
+def test_the_score_of_per_query_values_is_their_mean_over_the_queries_kept():
+    """score=None: the mean of the per-query values, leaving out the NaN ones (queries left out)."""
+    metric = Metric("half", None, _values, {"unused": []})
+    assert metric.score([0], [0], [0]) == 0.75  # (0.5 + 1.0) / 2, the NaN query left out
+    assert metric.score.__name__ == "mean__values"
+    assert dict(metric.options) == {"unused": []}
+    with pytest.raises(TypeError):
+        metric.options["k"] = []  # read-only
+    partial = Metric("partial", None, functools.partial(_values))  # a callable without a __name__
+    assert partial.score.__name__ == "mean_metric"
+    assert metric.label == "HALF"
+
+
+def test_register_metric_takes_a_record():
+    with pytest.raises(TypeError, match=r"^register_metric takes a sklearn_ltr\.metrics\.Metric; got 'str'\.$"):
+        register_metric("ndcg")
+
+
+@pytest.mark.parametrize("name", ["dcg", "ndcg"])
+@pytest.mark.parametrize("ties", ["average", "stable"])
+def test_per_query_values_follow_the_ties_option(name, ties):
+    """Tied scores: ``ties="stable"`` ranks them in row order, and the per-query values agree with the score."""
+    y_true, y_score, groups = [3, 0, 0, 1, 2, 0], [0.5, 0.5, 0.5, 0.2, 0.2, 0.9], [1, 1, 1, 2, 2, 2]
+    score = {"dcg": dcg_score, "ndcg": ndcg_score}[name]
+    values = METRICS[name].per_query(y_true, y_score, groups, k=2, ties=ties)
+    assert np.mean(values) == pytest.approx(score(y_true, y_score, groups, k=2, ties=ties), rel=1e-12)
+    other = METRICS[name].per_query(y_true, y_score, groups, k=2, ties="stable" if ties == "average" else "average")
+    assert not np.allclose(values, other), "ties make no difference here: weak test"
+
+
+def test_unregistering_an_unknown_metric_names_unregister_metric():
+    from sklearn_ltr.metrics import unregister_metric
+
+    with pytest.raises(ValueError, match=r"^The 'name' parameter of unregister_metric must be a registered metric; "
+                                         r"got unknown metric 'nope'"):
+        unregister_metric("nope")
+    with pytest.raises(ValueError, match=r"^'ndcg' is a built-in metric of sklearn_ltr; only registered ones"):
+        unregister_metric("ndcg")
