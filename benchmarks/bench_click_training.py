@@ -62,6 +62,8 @@ VARIANTS = {
     "rows + early stopping": {"rows": True, "early_stopping": True},
     "early stopping, 10% of the pages held out": {"held_out": True},
     "rows + early stopping + batch 8": {"rows": True, "early_stopping": True, "batch_size": 8},
+    "early stopping + batch 8 pages": {"early_stopping": True, "batch_size": 8},
+    "early stopping, patience 10": {"early_stopping": True, "patience": 10},
 }
 
 
@@ -74,7 +76,7 @@ class _Args:
 
 def fit_variant(changes, train, val, seed):
     X, clicks, _, session = train
-    X_val, clicks_val, session_val = val
+    X_val, clicks_val, session_val = val[:3]
     scaler = StandardScaler().fit(X)
     params = {**STUDY, **{k: v for k, v in changes.items() if k in STUDY}}
     callbacks = None
@@ -82,8 +84,8 @@ def fit_variant(changes, train, val, seed):
         params["max_epochs"] = 30
         callbacks = [("valid_clicks", ValidationNDCG(k=5, X=scaler.transform(X_val).astype(np.float32),
                                                      y=clicks_val, groups=session_val, name="valid_clicks")),
-                     ("stop", EarlyStopping(monitor="valid_clicks", lower_is_better=False, patience=5,
-                                            load_best=True))]
+                     ("stop", EarlyStopping(monitor="valid_clicks", lower_is_better=False,
+                                            patience=changes.get("patience", 5), load_best=True))]
     if changes.get("held_out"):
         # What a user without a separate validation log does: the ranker holds out 10% of the pages.
         params.update(max_epochs=30, early_stopping=True, validation_fraction=0.1, n_iter_no_change=5)

@@ -95,3 +95,48 @@ def test_trainer_names(bench):
     assert bench.trainer_of(bench.parse_args(["--batch-size", "64", "--dropout-on", "hidden"])) == "first"
     assert bench.trainer_of(bench.parse_args(["--library"])) == "library"
     assert bench.trainer_of(bench.parse_args(["--batch-size", "16"])) == "batch16-output"
+
+
+def _synthetic_study(methods, values, *, extra=None, val=None, seeds=(0, 1)):
+    """A one-fold study at w = 1 whose per-query values are ``values[method]`` in every cell."""
+    cells = []
+    for seed in seeds:
+        results = {}
+        for protocol in ("true-rank", "reference"):
+            results[protocol] = {m: {"ndcg": list(values[m]), "curve": [1.0, 0.5], **(val or {}).get(m, {})}
+                                 for m in methods}
+        cell = {"fold": 1, "w": 1.0, "seed": seed, "results": results}
+        if extra is not None:
+            cell["extra"] = {p: extra for p in ("true-rank", "reference")}
+        cells.append(cell)
+    return {"weights": [1.0], "folds": [1], "seeds": list(seeds), "cells": cells}
+
+
+def test_recipe_sections_test_the_recipe_against_the_reference(bench):
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.2, 0.8, size=200)
+    reference = {m: base + 0.01 * i for i, m in enumerate(bench.METHODS)}  # best: Gradient Reversal
+    recipe_methods = list(bench.RECIPE)
+    below = {m: base - 0.05 for m in recipe_methods}
+    level = {m: base + 0.03 for m in recipe_methods}  # best and single at the reference's best
+    truth = {m: i for i, m in enumerate(bench.SELECTABLE)}
+    # The IPS estimate ranks the models as the truth does, the clicks the other way round.
+    val = {m: {"val_ips": t, "val_ips_true": t, "val_clicks": -t} for m, t in truth.items()}
+    val[bench.ORACLE] = {"val_ips": 0.0, "val_ips_true": 0.0, "val_clicks": 0.0}
+    extra = {"_propensity": {"estimated": (1 / np.arange(1, bench.CURVE_POSITIONS + 1)).tolist()}}
+    for recipe_values, verdict in ((below, "**significantly below**"), (level, "not below")):
+        values = {**recipe_values}
+        for i, m in enumerate(bench.SELECTABLE):  # the selectable models' true NDCG follows `truth`
+            values[m] = recipe_values[m] + 1e-3 * i
+        results = {"mslr current": _synthetic_study(bench.METHODS, reference),
+                   "mslr recipe": _synthetic_study(recipe_methods, values, extra=extra, val=val)}
+        text = "\n".join(bench.recipe_sections(results))
+        row = next(line for line in text.splitlines() if line.startswith("| MSLR-shaped (make_ranking), (a)"))
+        assert row.count(verdict) == 2, row
+    selection = [line for line in text.splitlines() if "IPS-NDCG@5, estimated propensities" in line]
+    assert selection[0].split("|")[3].strip() == "+1.00" and selection[0].endswith("| 2/2 |")
+    clicks = next(line for line in text.splitlines() if "NDCG@5 of the clicks" in line)
+    assert clicks.split("|")[3].strip() == "-1.00" and clicks.endswith("| 0/2 |")
+    estimated = next(line for line in text.splitlines() if line.startswith("| MSLR-shaped (make_ranking), (a)")
+                     and "0.500 / 0.333" in line)
+    assert estimated.endswith("| 0.0% | 0.0% |")
