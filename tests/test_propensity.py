@@ -335,3 +335,24 @@ def test_em_warns_when_it_runs_out_of_iterations(small_log):
         estimate = estimate_propensity_em(X, clicks, positions, queries, max_position=4, n_iter=1, n_bootstrap=0,
                                           relevance_params={"num_iterations": 2}, random_state=0)
     assert not estimate.converged and estimate.n_iter == 1
+
+
+def test_bootstrap_resamples_queries_not_rows():
+    # One query: every replicate draws it (with all its rows), so the band collapses onto the estimate.
+    _, clicks, positions, _, documents = _log(1, 6, 200, lambda p: 1.0 / p, seed=5)
+    estimate = estimate_propensity_harvesting(clicks, positions, np.zeros(len(clicks)), documents, max_position=6,
+                                              n_bootstrap=20, random_state=0)
+    np.testing.assert_allclose(estimate.lower, estimate.propensity, rtol=1e-12)
+    np.testing.assert_allclose(estimate.upper, estimate.propensity, rtol=1e-12)
+
+
+def test_em_relevance_is_cross_fitted_over_queries():
+    from sklearn_ltr.clicks._em import RELEVANCE_PARAMS, LightGBMRelevance
+
+    # Constant features and targets 1 in fold 0, 0 in fold 1: each fold's rows get the other fold's mean.
+    folds = np.repeat([0, 1], 50)
+    params = {**RELEVANCE_PARAMS, "num_iterations": 5, "num_threads": 1}
+    gamma = LightGBMRelevance(np.zeros((100, 1)), params, folds)(np.repeat([0.9, 0.1], 50), np.ones(100))
+    np.testing.assert_allclose(gamma, np.repeat([0.1, 0.9], 50), rtol=1e-6)
+    in_sample = LightGBMRelevance(np.zeros((100, 1)), params, np.zeros(100, dtype=int))
+    np.testing.assert_allclose(in_sample(np.repeat([0.9, 0.1], 50), np.ones(100)), 0.5, rtol=1e-6)
