@@ -62,3 +62,10 @@ def test_unregistering_an_unknown_metric_names_unregister_metric():
         unregister_metric("nope")
     with pytest.raises(ValueError, match=r"^'ndcg' is a built-in metric of sklearn_ltr; only registered ones"):
         unregister_metric("ndcg")
+
+
+def test_the_repr_names_the_options_and_conventions():
+    assert repr(METRICS["ndcg"]) == ("Metric('ndcg', options: k, gain, empty_value, ties, higher_is_better=True, "
+                                     "empty_value=1.0)")
+    assert repr(METRICS["swapped_pairs"]) == ("Metric('swapped_pairs', options: none, higher_is_better=False, "
+                                              "empty_value=None)")
