@@ -69,3 +69,10 @@ def test_the_repr_names_the_options_and_conventions():
                                      "empty_value=1.0)")
     assert repr(METRICS["swapped_pairs"]) == ("Metric('swapped_pairs', options: none, higher_is_better=False, "
                                               "empty_value=None)")
+
+
+def test_aliases_given_as_a_list_are_kept_as_a_tuple():
+    """The record is hashable (the command line keys its results by metric), whatever sequence the aliases came in."""
+    metric = Metric("listed", None, _values, aliases=["l1", "l2"])
+    assert metric.aliases == ("l1", "l2")
+    assert {metric: 1}[metric] == 1
