@@ -177,3 +177,18 @@ def test_help_describes_the_click_log_options(capsys):
         for option in ("--propensities FILE", "--propensity-curve FILE", "--positions FILE", "--clip TAU"):
             assert option in out, (command, option)
         assert "ips_dcg@10,ips_ndcg@10" in out
+
+
+def test_compare_report_on_a_click_log_never_overwrites_a_propensity_file(log, capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    files = log[0]
+    compare = ["compare", "--data", files["data"], "--scores", files["a"], "--scores", files["b"], "--resamples", "50",
+               "--propensity-curve", files["curve"], "--positions", files["positions"]]
+    for option in ("curve", "positions"):
+        before = open(files[option]).read()
+        assert_user_error(capsys, [*compare, "--report", files[option]], "writing it would destroy that input")
+        assert open(files[option]).read() == before
+    report = tmp_path / "report.html"
+    status, out, _ = run(capsys, *compare, "--report", report)
+    assert status == 0 and out.rstrip().endswith(f"wrote report to {report}")
+    assert "IPS-NDCG@10" in report.read_text()

@@ -41,6 +41,11 @@ def test_the_json_describes_the_data_and_the_metrics(capsys, files):
     report = _compare(capsys, files)
     assert (report["data"], report["rows"], report["queries"], report["empty_queries"]) == (files["data"], 24, 8, 0)
     assert [system["name"] for system in report["systems"]] == ["a", "b"]
+    assert {key: report[key] for key in ("baseline", "tests", "resamples", "confidence_level", "correction", "alpha",
+                                         "seed", "report", "empty_query_rule")} == {
+        "baseline": "a", "tests": ["t-test", "randomization", "bootstrap"], "resamples": 200,
+        "confidence_level": 0.95, "correction": "holm", "alpha": 0.05, "seed": 0, "report": None,
+        "empty_query_rule": "default"}
     assert {key: (m["label"], m["n_queries"]) for key, m in report["metrics"].items()} == {
         "ndcg@10": ("NDCG@10", 8), "mrr": ("MRR", 8)}
 

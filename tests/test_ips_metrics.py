@@ -167,6 +167,15 @@ def test_a_query_sees_only_its_own_clicks():
         [0.0, 1 / LOG2_3])
 
 
+def test_in_a_query_with_one_click_the_weight_cancels_in_ndcg_only():
+    # Documented: IPS-NDCG of a one-click query is the click NDCG whatever the propensity; IPS-DCG scales with it.
+    clicks, y_score, groups = [0, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], [1, 1, 1, 1]
+    ndcg = [ips_ndcg_score(clicks, y_score, groups, [1.0, 1.0, p, 1.0]) for p in (1.0, 0.5, 0.1)]
+    assert ndcg == [pytest.approx(1 / np.log2(4.0), rel=1e-14)] * 3
+    dcg = [ips_dcg_score(clicks, y_score, groups, [1.0, 1.0, p, 1.0]) for p in (1.0, 0.5, 0.1)]
+    assert dcg == pytest.approx([0.5, 1.0, 5.0], rel=1e-14)
+
+
 # ---------------------------------------------------------------------------------------- invariances
 
 

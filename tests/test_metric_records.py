@@ -62,3 +62,17 @@ def test_unregistering_an_unknown_metric_names_unregister_metric():
         unregister_metric("nope")
     with pytest.raises(ValueError, match=r"^'ndcg' is a built-in metric of sklearn_ltr; only registered ones"):
         unregister_metric("ndcg")
+
+
+def test_the_repr_names_the_options_and_conventions():
+    assert repr(METRICS["ndcg"]) == ("Metric('ndcg', options: k, gain, empty_value, ties, higher_is_better=True, "
+                                     "empty_value=1.0)")
+    assert repr(METRICS["swapped_pairs"]) == ("Metric('swapped_pairs', options: none, higher_is_better=False, "
+                                              "empty_value=None)")
+
+
+def test_aliases_given_as_a_list_are_kept_as_a_tuple():
+    """The record is hashable (the command line keys its results by metric), whatever sequence the aliases came in."""
+    metric = Metric("listed", None, _values, aliases=["l1", "l2"])
+    assert metric.aliases == ("l1", "l2")
+    assert {metric: 1}[metric] == 1

@@ -13,8 +13,8 @@
 # When a run ends (or is stopped with Ctrl-C / SIGTERM), the modules it ran are recorded in
 # benchmarks/results/mutation_runs.json (committed; mutmut's own records in mutants/ are not): for
 # each module whose mutants match the run's patterns and whose mutmut record (mutants/**/*.meta) was
-# written during the run, the command, its start and end (UTC), the commit and the load average at
-# the start and the end. --results prints each module's last run beside its score.
+# written during the run, the command, its start and end (UTC), the commit at the start ("+changes" when
+# the work tree differed from it) and the load average at the start and the end. --results prints each module's last run beside its score.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One thread per test process: MUTMUT_CHILDREN processes share the cores, and a forked torch never
@@ -24,11 +24,12 @@ export SKLEARN_LTR_DATA="${SKLEARN_LTR_DATA:-$(cd .. && pwd)/shared/data}"
 RUNS=benchmarks/results/mutation_runs.json
 if [ "${1:-}" != "--results" ]; then
     START=$(date -u +%Y-%m-%dT%H:%M:%SZ) START_EPOCH=$(date +%s) START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+    COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +changes)"
     COMMAND="MUTMUT_CHILDREN=${MUTMUT_CHILDREN:-2} bash tools/mutation.sh"
     for pattern in "$@"; do COMMAND+=" \"$pattern\""; done
     record() {
-        START="$START" START_EPOCH="$START_EPOCH" START_LOAD="$START_LOAD" COMMAND="$COMMAND" \
-            COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" python - "$RUNS" "$@" <<'PY'
+        START="$START" START_EPOCH="$START_EPOCH" START_LOAD="$START_LOAD" COMMAND="$COMMAND" COMMIT="$COMMIT" \
+            python - "$RUNS" "$@" <<'PY'
 # Record the run for the modules it ran: their mutants match its patterns and their .meta was written.
 import datetime, fnmatch, glob, json, os, re, sys
 

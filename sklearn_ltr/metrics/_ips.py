@@ -225,6 +225,13 @@ def ips_ndcg_per_query(
     than the DCG estimate, since the weights of a query partly cancel. Use :func:`ips_dcg_per_query`
     where unbiasedness matters.
 
+    The weights only count *relative to each other within a query*: in a query with one click the
+    weight cancels, and the value is the plain click NDCG, :math:`1 / \log_2(1 + r)` of the clicked
+    row, whatever its propensity. On logs with about one click per query the estimate is then close
+    to NDCG with the clicks as labels, and favours rankings that reproduce the logged one; for
+    model selection on such logs prefer :func:`ips_dcg_score` (or ``empty_value=None`` and a log
+    with several clicks per query).
+
     Parameters
     ----------
     clicks : array-like of shape (n_samples,)

@@ -324,6 +324,10 @@ def ips_ndcg_scorer(k=10, **metric_params):
     ``GridSearchCV`` or ``cross_validate`` (with ``sklearn.set_config(enable_metadata_routing=True)``)
     each test fold is scored with its own rows' propensities.
 
+    Self-normalised per query, the estimate ignores the propensity of a query's only click (see
+    :func:`~sklearn_ltr.metrics.ips_ndcg_per_query`): on logs with about one click per query, select
+    with ``make_ranking_scorer("ips_dcg", k=k)``, the unbiased DCG estimate, instead.
+
     Parameters
     ----------
     k : int or None, default=10
