@@ -64,6 +64,9 @@ VARIANTS = {
     "rows + early stopping + batch 8": {"rows": True, "early_stopping": True, "batch_size": 8},
     "early stopping + batch 8 pages": {"early_stopping": True, "batch_size": 8},
     "early stopping, patience 10": {"early_stopping": True, "patience": 10},
+    "early stopping + lr 3e-3": {"early_stopping": True, "lr": 3e-3},
+    "early stopping + lr 3e-4": {"early_stopping": True, "lr": 3e-4},
+    "early stopping + rows + batch 4 pages": {"early_stopping": True, "rows": True, "batch_size": 4},
 }
 
 

@@ -133,7 +133,7 @@ ORACLE = "Oracle (true labels)"
 #: propensities estimated by regression EM (and, for headroom, the true 1/p); DLA; and the oracle, the single
 #: tower trained on the true labels of the training queries. Each: the estimator, its parameters, and the
 #: validation rule (``"clicks"``: NDCG@5 of the validation clicks, as the reference trainer; ``"ips"``: the IPS
-#: estimate with the estimated propensities; ``"labels"``: the true labels of the validation queries).
+#: estimate of DCG@5 with the estimated propensities; ``"labels"``: the true labels of the validation queries).
 RECIPE = {
     "Single Tower": ("ranknet", {"loss": "sigmoid_ce"}, "clicks"),
     "Two Tower": ("two_tower", {"combination": "additive"}, "clicks"),
@@ -306,11 +306,12 @@ def _recipe_results(train, val, splits, X_test, seed, cfg, y_max):
     """The click-log recipe's variants (:data:`RECIPE`), and each one's validation estimates for model selection.
 
     Besides the test scores, each variant records its scores' NDCG@5 of the validation clicks
-    (``val_clicks``) and their IPS-NDCG@5 with the estimated (``val_ips``) and the true (``val_ips_true``)
-    propensities, so that the report can say how well each estimate ranks the models.
+    (``val_clicks``) and their IPS-DCG@5 with the estimated (``val_ips``) and the true (``val_ips_true``)
+    propensities, so that the report can say how well each estimate ranks the models. (IPS-DCG, not the
+    self-normalised IPS-NDCG: on result pages with one click, the weight cancels in the ratio.)
     """
     from sklearn_ltr.datasets import observation_propensity
-    from sklearn_ltr.metrics import ndcg_score
+    from sklearn_ltr.metrics import ips_dcg_score, ndcg_score
     from sklearn_ltr.training import ValidationNDCG
 
     X, clicks, positions, session = train
@@ -354,8 +355,7 @@ def _recipe_results(train, val, splits, X_test, seed, cfg, y_max):
         results[method] = {
             "scores": scores, "epochs": model.n_iter_, "best_epoch": model.best_iteration_, "curve": curve,
             "val_clicks": float(ndcg_score(v_clicks, v_scores, v_session, k=5)),
-            **{f"val_{name.replace('-', '_')}": float(ndcg_score(
-                v_clicks / np.maximum(p, 0.05), v_scores, v_session, k=5, gain="linear"))
+            **{f"val_{name.replace('-', '_')}": float(ips_dcg_score(v_clicks, v_scores, v_session, p, k=5))
                for name, p in v_propensity.items()},
         }
     results["_propensity"] = {"estimated": estimate.propensity_of(np.arange(1, CURVE_POSITIONS + 1)).tolist()}
@@ -687,8 +687,8 @@ def recipe_sections(results, w_final=1.0):
                     picked[key].append((truth[np.argmax(estimate)], truth.max(), SELECTABLE[int(np.argmax(estimate))],
                                         SELECTABLE[int(np.argmax(truth))]))
             parts = []
-            for key, label in (("val_ips", "IPS-NDCG@5, estimated propensities"),
-                               ("val_ips_true", "IPS-NDCG@5, true propensities"),
+            for key, label in (("val_ips", "IPS-DCG@5, estimated propensities"),
+                               ("val_ips_true", "IPS-DCG@5, true propensities"),
                                ("val_clicks", "NDCG@5 of the clicks")):
                 chosen = np.array([p[0] for p in picked[key]])
                 best = np.array([p[1] for p in picked[key]])

@@ -15,7 +15,7 @@ aside:
    with the dual learning algorithm, and stop early on a validation log of
    other queries;
 3. evaluate every model counterfactually
-   (:func:`~sklearn_ltr.metrics.ips_ndcg_score`) and pick one.
+   (:func:`~sklearn_ltr.metrics.ips_dcg_score`) and pick one.
 
 The data are tiny and the networks train for seconds: read the numbers as an
 illustration. See :ref:`click-logs` for the recipe and the study behind it.
@@ -46,7 +46,7 @@ from sklearn_ltr.datasets import (
     observation_propensity,
     simulate_clicks,
 )
-from sklearn_ltr.metrics import ips_ndcg_score, ndcg_score
+from sklearn_ltr.metrics import ips_dcg_score, ndcg_score
 from sklearn_ltr.training import ValidationNDCG
 
 X, y, qid = make_ranking(n_queries=400, n_features=10, random_state=0)
@@ -131,8 +131,8 @@ estimate = estimates["intervention harvesting"]
 # (a :class:`~sklearn_ltr.training.ValidationNDCG` of a separate set in
 # ``callbacks``: with ``early_stopping=True`` the ranker monitors it). With
 # ``propensity=``, each click weighs :math:`1/\max(p, 0.05)` in the loss, and
-# the validation value is the IPS estimate. DLA, the dual learning algorithm,
-# learns the propensities and the relevance together.
+# the validation value is the IPS estimate of DCG@5. DLA, the dual learning
+# algorithm, learns the propensities and the relevance together.
 net = {"hidden_sizes": (32,), "lr": 3e-3, "random_state": 0}
 stop = {"max_epochs": 30, "early_stopping": True, "n_iter_no_change": 8}
 train_propensity = estimate.propensity_of(positions)
@@ -165,22 +165,23 @@ models = {
 # %%
 # 3. Choosing a model without labels
 # ----------------------------------
-# The IPS estimate of NDCG@5 on the validation log weighs each click by its
+# The IPS estimate of DCG@5 on the validation log weighs each click by its
 # inverse propensity: it estimates what the model would score on the true
-# relevance. NDCG@5 of the raw clicks rewards the old ranking instead. Only
-# now do we look at the test queries' true labels, to see whether the
-# estimate picked well.
+# relevance. NDCG@5 of the raw clicks rewards the old ranking instead (and so
+# does the self-normalised IPS-NDCG on result pages with a single click, whose
+# weight cancels in the ratio). Only now do we look at the test queries' true
+# labels, to see whether the estimate picked well.
 test = part == "test"
-print(f"{'model':28s} {'IPS-NDCG@5':>10s} {'clicks':>7s} {'truth':>6s}")
+print(f"{'model':28s} {'IPS-DCG@5':>9s} {'clicks':>7s} {'truth':>6s}")
 rows = []
 for name, model in models.items():
     valid_scores = model.predict(X_valid)
-    estimated = ips_ndcg_score(clicks_valid, valid_scores, sessions_valid,
-                               valid_propensity, k=5)
+    estimated = ips_dcg_score(clicks_valid, valid_scores, sessions_valid,
+                              valid_propensity, k=5)
     raw = ndcg_score(clicks_valid, valid_scores, sessions_valid, k=5)
     true = ndcg_score(y[test], model.predict(X[test]), qid[test], k=5)
     rows.append((name, estimated, true))
-    print(f"{name:28s} {estimated:10.3f} {raw:7.3f} {true:6.3f}")
+    print(f"{name:28s} {estimated:9.3f} {raw:7.3f} {true:6.3f}")
 chosen = max(rows, key=lambda row: row[1])
 best = max(rows, key=lambda row: row[2])
 print(f"IPS selects {chosen[0]!r} (true NDCG@5 {chosen[2]:.3f}); "

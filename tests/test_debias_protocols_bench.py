@@ -133,7 +133,7 @@ def test_recipe_sections_test_the_recipe_against_the_reference(bench):
         text = "\n".join(bench.recipe_sections(results))
         row = next(line for line in text.splitlines() if line.startswith("| MSLR-shaped (make_ranking), (a)"))
         assert row.count(verdict) == 2, row
-    selection = [line for line in text.splitlines() if "IPS-NDCG@5, estimated propensities" in line]
+    selection = [line for line in text.splitlines() if "IPS-DCG@5, estimated propensities" in line]
     assert selection[0].split("|")[3].strip() == "+1.00" and selection[0].endswith("| 2/2 |")
     clicks = next(line for line in text.splitlines() if "NDCG@5 of the clicks" in line)
     assert clicks.split("|")[3].strip() == "-1.00" and clicks.endswith("| 0/2 |")

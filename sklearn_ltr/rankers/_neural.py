@@ -225,7 +225,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             :math:`1 / \\max(p, 0.05)` in the loss (inverse propensity weighting, clipped:
             :func:`sklearn_ltr.clicks.inverse_propensity_weights`), for the losses that take
             click weights (``"sigmoid_ce"``, ``"softmax"``, ``"ranknet"``), and the validation
-            NDCG of early stopping becomes the IPS estimate on the held-out clicks. Routed
+            value of early stopping becomes the IPS estimate of DCG@10 on the held-out clicks
+            (:class:`~sklearn_ltr.training.ValidationNDCG`). Routed
             like ``groups``.
 
         Returns

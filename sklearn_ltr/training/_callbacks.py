@@ -6,7 +6,6 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 
-from sklearn_ltr.clicks import inverse_propensity_weights
 from sklearn_ltr.training._batches import CLICK_WEIGHTS
 
 __all__ = ["ValidationNDCG"]
@@ -31,9 +30,11 @@ class ValidationNDCG(Callback):
     When the training rows carry click weights (``fit(..., propensity=...)``), the held-out
     lists are click logs, and the NDCG of the clicks as labels would reward a model that
     reproduces the logging ranker's positions. The callback then records the
-    inverse-propensity estimate instead: NDCG@k with linear gains of the weighted clicks
-    :math:`c_i w_i`, which is the self-normalised IPS-NDCG of
-    :func:`sklearn_ltr.metrics.ips_ndcg_score` (Joachims et al., 2017).
+    inverse-propensity estimate of DCG@k instead, :func:`sklearn_ltr.metrics.ips_dcg_score`
+    (Joachims et al., 2017): unbiased for the DCG of binary relevance when the propensities
+    are right. Not the self-normalised IPS-NDCG: where a list has one click, as most result
+    pages do, its weight cancels in the ratio, and the estimate would select like the NDCG
+    of the raw clicks.
 
     Parameters
     ----------
@@ -47,8 +48,8 @@ class ValidationNDCG(Callback):
         Its query (or result page) ids.
     propensity : ndarray of shape (n_samples,), default=None
         For a separate validation *click log*: each row's examination propensity. The
-        callback then records the IPS estimate of NDCG@k (the weighted clicks
-        :math:`c_i / \max(p_i, 0.05)` with linear gains), as for held-out click weights.
+        callback then records the IPS estimate of DCG@k (each click weighted
+        :math:`1 / \max(p_i, 0.05)`), as for held-out click weights.
     name : str, default=None
         History key; ``"valid_ndcg@{k}"`` by default.
 
@@ -119,7 +120,7 @@ class ValidationNDCG(Callback):
 
     def _held_out_totals(self):
         """``[sum of per-query NDCG, queries, non-finite flag]`` of this process's held-out queries."""
-        from sklearn_ltr.metrics import ndcg_score
+        from sklearn_ltr.metrics import ips_dcg_score, ndcg_score
 
         totals = torch.zeros(3, dtype=torch.float64)
         if self._scores:
@@ -129,23 +130,27 @@ class ValidationNDCG(Callback):
             else:
                 labels, groups = torch.cat(self._labels).numpy(), torch.cat(self._groups).numpy()
                 if self._weights:  # a click log with propensities: the IPS estimate (see the class docstring)
-                    weighted = labels.astype(np.float64) * torch.cat(self._weights).numpy()
-                    mean = ndcg_score(weighted, scores, groups, k=self.k, gain="linear")
+                    # The weights are 1 / max(p, clip): their inverse is the clipped propensity itself.
+                    propensity = 1.0 / torch.cat(self._weights).numpy().astype(np.float64)
+                    mean = ips_dcg_score(labels, scores, groups, propensity, k=self.k)
                 else:
                     mean = ndcg_score(labels, scores, groups, k=self.k)
                 totals[0], totals[1] = mean * self._n_queries, self._n_queries
         return totals
 
     def on_epoch_end(self, net, **kwargs):
-        from sklearn_ltr.metrics import ndcg_score
+        from sklearn_ltr.metrics import ips_dcg_score, ndcg_score
 
         if self.dataset_ is not None:
             scores = self.query_groups_.unsort(net.score_rows(self.dataset_))
             finite = np.isfinite(scores).all()
-            labels, gain = np.asarray(self.y), "exponential"
-            if self.propensity is not None:  # a click log: the IPS estimate (see the class docstring)
-                labels, gain = labels * inverse_propensity_weights(self.propensity, n_samples=len(labels)), "linear"
-            value = ndcg_score(labels, scores, np.asarray(self.groups), k=self.k, gain=gain) if finite else np.nan
+            labels, groups = np.asarray(self.y), np.asarray(self.groups)
+            if not finite:
+                value = np.nan
+            elif self.propensity is not None:  # a click log: the IPS estimate (see the class docstring)
+                value = ips_dcg_score(labels, scores, groups, self.propensity, k=self.k)
+            else:
+                value = ndcg_score(labels, scores, groups, k=self.k)
             net.history.record(self.name, float(value))
             return
         totals = net.reduce_sum(self._held_out_totals())
