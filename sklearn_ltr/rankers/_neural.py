@@ -25,6 +25,7 @@ from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss, pairwise_tensors
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
 from sklearn_ltr.training import ValidationNDCG, _memory
+from sklearn_ltr.training._checkpoint import training_checkpoint
 from sklearn_ltr.training._device import is_cuda, resolve_device
 from sklearn_ltr.training._distributed import net_class_for
 from sklearn_ltr.training._memory import (
@@ -118,6 +119,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             callbacks.append(("progress_bar", ProgressBar()))
         # Copies, so that a fit never mutates the user's callback objects (clone stays clean).
         callbacks.extend(copy.deepcopy(list(self.callbacks or [])))
+        if self.checkpoint_dir is not None:  # last: it restores the state of the callbacks before it
+            callbacks.append(("training_checkpoint", training_checkpoint(self)))
         return callbacks, fraction
 
     def _seeds(self):

@@ -207,6 +207,10 @@ class RankingNet(NeuralNet):
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         # skorch swallows KeyboardInterrupt in partial_fit, and its EarlyStopping raises one to
         # stop: remember a real interruption (Ctrl-C) for the estimator.
+        # A fit resumed from a checkpoint (training._checkpoint) runs the epochs that remain.
+        resumed = self.__dict__.pop("resumed_epochs_", 0)
+        if resumed:
+            epochs = int(max(0, (self.max_epochs if epochs is None else epochs) - min(resumed, 2**62)))
         try:
             return super().fit_loop(X, y, epochs=epochs, **fit_params)
         except KeyboardInterrupt:
