@@ -31,6 +31,7 @@ from skorch.callbacks import EarlyStopping, PrintLog
 from sklearn_ltr.exceptions import NonFiniteLossError
 from sklearn_ltr.training._batches import QueryBatches, QueryDataset
 from sklearn_ltr.training._device import is_cuda
+from sklearn_ltr.training._mapped import in_place_dataset
 from sklearn_ltr.training._precision import check_precision, training_autocast
 from sklearn_ltr.training._state import inference_net, inference_state, is_inference_state, restore_inference_net
 
@@ -314,5 +315,12 @@ class RankingNet(NeuralNet):
 
 
 def build_dataset(query_groups, X, y=None, *, query_weights=None, **extras):
-    """:class:`QueryDataset` of rows in input order grouped by ``query_groups``."""
+    """:class:`QueryDataset` of rows in input order grouped by ``query_groups``.
+
+    A float32 ``X`` whose queries' rows are contiguous (a memory-mapped file of the on-disk
+    layout) is used in place (:mod:`~sklearn_ltr.training._mapped`), anything else copied.
+    """
+    dataset = in_place_dataset(query_groups, X, y, query_weights=query_weights, **extras)
+    if dataset is not None:
+        return dataset
     return QueryDataset.from_arrays(query_groups, X, y, query_weights=query_weights, **extras)
