@@ -63,10 +63,9 @@ def _plain(value):
     if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
         return value
     if isinstance(value, dict):
-        return type(value)((key, _plain(item)) for key, item in value.items()) if not isinstance(value, History) \
-            else list(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_plain(item) for item in value)
+        return type(value)((key, _plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):  # a History (a list) becomes a plain list
+        return (tuple if isinstance(value, tuple) else list)(_plain(item) for item in value)
     raise TypeError(type(value).__name__)
 
 
