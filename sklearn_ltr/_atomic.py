@@ -7,7 +7,7 @@ import os
 import stat
 import tempfile
 
-__all__ = ["is_special_file", "write_atomically"]
+__all__ = ["is_special_file", "write_atomically", "write_directory_atomically"]
 
 
 def _umask():
@@ -65,3 +65,45 @@ def write_atomically(path, write):
         if temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+
+
+def write_directory_atomically(path, fill, *, overwrite=False):
+    """Create the folder ``path`` with ``fill(folder)``, all or nothing.
+
+    ``fill`` writes the folder's files into a temporary folder beside ``path`` (same file
+    system), whose files are flushed to disk before it is renamed to ``path``. A ``fill``
+    that fails half-way (a bad line, a full disk, Ctrl-C) removes the temporary folder and
+    leaves ``path`` as it was. With ``overwrite``, an existing folder is first renamed aside
+    and removed once the new one is in place.
+
+    Raises
+    ------
+    FileExistsError
+        When ``path`` exists and ``overwrite`` is false.
+    """
+    import shutil
+
+    target = os.path.abspath(os.fspath(path))
+    if os.path.lexists(target) and not overwrite:
+        raise FileExistsError(f"{os.fspath(path)!r} exists; remove it or pass overwrite=True (--overwrite) to "
+                              f"replace it.")
+    parent, name = os.path.split(target)
+    temporary = tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp")
+    try:
+        fill(temporary)
+        for entry in os.scandir(temporary):
+            if entry.is_file():
+                with open(entry.path, "rb") as f:
+                    os.fsync(f.fileno())
+        os.chmod(temporary, 0o777 & ~_umask())
+        aside = None
+        if os.path.lexists(target):
+            aside = tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".old")
+            os.replace(target, os.path.join(aside, name))
+        os.replace(temporary, target)
+        temporary = None
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)

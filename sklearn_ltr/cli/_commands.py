@@ -30,7 +30,7 @@ from sklearn_ltr.cli._params import parse_params
 from sklearn_ltr.cli._propensities import IPS_METRICS, click_log_inputs, wants_click_log
 from sklearn_ltr.cli._query_input import file_features, model_input, reads_query_column
 
-__all__ = ["evaluate", "model_scores", "predict", "train"]
+__all__ = ["convert", "evaluate", "model_scores", "predict", "train"]
 
 #: ``evaluate --metrics`` default on a labelled file (on a click log: ``IPS_METRICS``).
 _EVALUATE_METRICS = "ndcg@1,ndcg@5,ndcg@10,map@10"
@@ -177,4 +177,22 @@ def evaluate(args):
     note = empty_query_note(list(values), n_empty, data.n_queries, args.empty_queries, click_log=clicks)
     if note:
         print(f"* {note}")
+    return 0
+
+
+def convert(args):
+    """``sklearn-ltr convert``: a data file to the memory-mapped on-disk layout, streaming and atomically."""
+    from sklearn_ltr.datasets import convert_ranking
+
+    fmt = None if args.format == "auto" else args.format
+    _data_files.check_input(args.source)
+    if os.path.exists(args.target) and not args.overwrite:
+        raise CLIError(f"{args.target!r} exists; pass --overwrite to replace it, or name another folder.")
+    if os.path.abspath(args.target) == os.path.abspath(args.source):
+        raise CLIError("the layout folder must not be the data file itself.")
+    try:
+        convert_ranking(args.source, args.target, format=fmt, n_features=args.n_features, overwrite=args.overwrite)
+    except (ValueError, OSError) as err:
+        raise _data_files.input_error(args.source, err) from err
+    print(f"wrote {args.target}")
     return 0

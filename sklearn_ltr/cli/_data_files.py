@@ -33,7 +33,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from sklearn_ltr.cli._errors import CLIError
-from sklearn_ltr.datasets import FILE_FORMATS, data_lines, detect_file_format, read_ranking_file
+from sklearn_ltr.datasets import (
+    FILE_FORMATS,
+    data_lines,
+    detect_file_format,
+    is_ranking_layout,
+    load_ranking_layout,
+    read_ranking_file,
+)
 from sklearn_ltr.utils._system import physical_memory
 
 __all__ = [
@@ -172,13 +179,20 @@ def read_ranking(path, fmt="auto", *, require_groups=True):
     Parameters
     ----------
     path : str
-        A file of a format of :data:`~sklearn_ltr.datasets.FILE_FORMATS`.
+        A file of a format of :data:`~sklearn_ltr.datasets.FILE_FORMATS`, or a folder written by
+        ``sklearn-ltr convert`` (memory-mapped; ``fmt`` is then ignored).
     fmt : str, default="auto"
         A name of :data:`FORMATS`, or ``auto`` (:func:`sklearn_ltr.datasets.detect_file_format`).
     require_groups : bool, default=True
         Whether a LightGBM file needs its ``.query`` file. False reads one without it
         (``groups=None``): enough to score rows with a pointwise model.
     """
+    if is_ranking_layout(path):  # written by 'sklearn-ltr convert': memory-mapped, never copied whole
+        try:
+            X, y, groups = load_ranking_layout(path)
+        except _READ_ERRORS as err:
+            raise input_error(path, err) from err
+        return RankingFile(path, "layout", X, y, groups)
     detected = detect_format(path)
     fmt = detected if fmt == "auto" else fmt
     _check_format(path, fmt, detected, require_groups)

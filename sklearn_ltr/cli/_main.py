@@ -35,7 +35,8 @@ examples:
   sklearn-ltr demo
   sklearn-ltr train --model lambdamart --train train.txt --valid vali.txt --out model.joblib
   sklearn-ltr predict --model model.joblib --data test.txt --out scores.txt
-  sklearn-ltr evaluate --model model.joblib --data test.txt --metrics ndcg@10,map@10"""
+  sklearn-ltr evaluate --model model.joblib --data test.txt --metrics ndcg@10,map@10
+  sklearn-ltr convert train.txt train.ltr"""
 
 _DEMO = """\
 Train the rankers on one data set and print a table of test NDCG@1/5/10, MAP@10 and fit
@@ -138,6 +139,14 @@ the model's features is warned about on standard error.
 Loading a model file (--model) unpickles it, which runs code stored in the file: load model
 files only from sources you trust."""
 
+
+_CONVERT = """\
+Convert a ranking data file to the on-disk layout: a folder of NumPy files (float32
+features, labels, query ids; each query's rows together) that train, predict and evaluate
+read memory-mapped, so that training data larger than memory trains batch by batch and the
+processes of a torchrun job share one copy of it in the page cache. The conversion streams:
+two passes over the file in blocks of lines, whatever its size. The folder is built beside
+FOLDER and renamed into place only when complete: a failed conversion leaves nothing."""
 
 #: Help of every option that loads a model file.
 _MODEL_HELP = ("model file saved by train, or a fitted ranker saved with joblib.dump (or skops, .skops). Loading a "
@@ -243,6 +252,16 @@ def build_parser():
     add_click_log_options(evaluate)
     evaluate.add_argument("--json", action="store_true", help="print the results as JSON")
     _add_common(evaluate)
+
+    convert = commands.add_parser("convert", help="convert a data file to the on-disk layout that training "
+                                                  "memory-maps", description=_CONVERT, formatter_class=_formatter)
+    convert.add_argument("source", metavar="FILE", help="SVMlight/LETOR or LightGBM data file (.gz, .bz2 too)")
+    convert.add_argument("target", metavar="FOLDER", help="the layout folder to write (conventionally *.ltr)")
+    convert.add_argument("--n-features", type=int, metavar="N",
+                         help="columns to store (default: the file's highest feature index)")
+    convert.add_argument("--overwrite", action="store_true", help="replace an existing FOLDER once the new one is "
+                                                                  "complete")
+    _add_common(convert)
 
     # sklearn-ltr compare: its parser and its code live in cli/_compare.py.
     from sklearn_ltr.cli import _compare

@@ -16,6 +16,12 @@ Examples
 from sklearn_ltr.datasets import _file_formats
 from sklearn_ltr.datasets._clicks import click_probability, observation_propensity, simulate_clicks
 from sklearn_ltr.datasets._dask_formats import read_svmlight_ranking_dask
+from sklearn_ltr.datasets._disk import (
+    convert_ranking,
+    is_ranking_layout,
+    load_ranking_layout,
+    write_ranking_layout,
+)
 from sklearn_ltr.datasets._file_formats import FileFormat, detect_file_format, read_ranking_file
 from sklearn_ltr.datasets._formats import (
     dump_lightgbm_ranking,
@@ -34,15 +40,19 @@ __all__ = [
     "FILE_FORMATS",
     "FileFormat",
     "click_probability",
+    "convert_ranking",
     "data_lines",
     "detect_file_format",
     "dump_lightgbm_ranking",
     "dump_svmlight_ranking",
+    "is_ranking_layout",
     "load_lightgbm_ranking",
+    "load_ranking_layout",
     "load_svmlight_ranking",
     "make_ranking",
     "observation_propensity",
     "read_ranking_file",
     "read_svmlight_ranking_dask",
     "simulate_clicks",
+    "write_ranking_layout",
 ]

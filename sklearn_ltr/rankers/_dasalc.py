@@ -168,6 +168,7 @@ class DASALCRanker(NeuralRanker):
         query_column=None,
         keep_training_state=False,
         distributed=False,
+        checkpoint_dir=None,
     ):
         """Store the parameters unchanged; see :class:`DASALCRanker`."""
         self.hidden_size = hidden_size
@@ -198,6 +199,7 @@ class DASALCRanker(NeuralRanker):
         self.query_column = query_column
         self.keep_training_state = keep_training_state
         self.distributed = distributed
+        self.checkpoint_dir = checkpoint_dir
 
     _parameter_constraints = {  # noqa: RUF012
         "hidden_size": [Interval(Integral, 1, None, closed="left")],

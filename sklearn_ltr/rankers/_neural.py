@@ -26,6 +26,7 @@ from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss, pairwise_tensors
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
 from sklearn_ltr.training import ValidationNDCG, _memory
+from sklearn_ltr.training._checkpoint import training_checkpoint
 from sklearn_ltr.training._device import is_cuda, resolve_device
 from sklearn_ltr.training._distributed import net_class_for
 from sklearn_ltr.training._memory import (
@@ -133,6 +134,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         if self.verbose >= 2:
             callbacks.append(("progress_bar", ProgressBar()))
         callbacks.extend(extra)
+        if self.checkpoint_dir is not None:  # last: it restores the state of the callbacks before it
+            callbacks.append(("training_checkpoint", training_checkpoint(self)))
         return callbacks, fraction
 
     def _seeds(self):

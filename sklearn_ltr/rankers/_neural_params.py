@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import os
 from numbers import Integral, Real
 
 import torch
@@ -93,6 +94,18 @@ distributed : bool, default=False
     the model one process would. Each process passes the whole data
     set to ``fit``. A single process trains as usual. See the user
     guide's page on training on several GPUs or machines."""
+
+_CHECKPOINT_DOC = """\
+checkpoint_dir : str or path-like, default=None
+    Folder of a checkpoint written atomically after every epoch
+    (weights, optimizer, callbacks' state such as early stopping and
+    learning-rate schedules, history, random streams). A later
+    ``fit`` with the same parameters on the same data resumes from
+    it and ends with the model an uninterrupted fit gives; a
+    checkpoint of other parameters or data is refused. Under
+    ``distributed=True`` rank 0 writes it and every process reads
+    it. See the user guide's page on training from disk and
+    resuming."""
 
 # The shared training parameters: name -> (numpydoc entry, constraints), in signature order.
 # Each ranker writes them out in its ``__init__`` (keyword-only, after its own parameters).
@@ -186,6 +199,7 @@ _TRAINING = {
         ["boolean"],
     ),
     "distributed": (_DISTRIBUTED_DOC, ["boolean"]),
+    "checkpoint_dir": (_CHECKPOINT_DOC, [str, os.PathLike, None]),
 }
 
 #: Constraints of the shared training parameters, for a ranker's ``_parameter_constraints``.

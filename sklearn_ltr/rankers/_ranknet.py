@@ -140,6 +140,7 @@ class RankNetRanker(NeuralRanker):
         query_column=None,
         keep_training_state=False,
         distributed=False,
+        checkpoint_dir=None,
     ):
         """Store the parameters unchanged; see :class:`RankNetRanker`."""
         self.hidden_sizes = hidden_sizes
@@ -165,6 +166,7 @@ class RankNetRanker(NeuralRanker):
         self.query_column = query_column
         self.keep_training_state = keep_training_state
         self.distributed = distributed
+        self.checkpoint_dir = checkpoint_dir
 
     _parameter_constraints = {  # noqa: RUF012
         "hidden_sizes": [positive_int_tuple()],

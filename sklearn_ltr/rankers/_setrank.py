@@ -200,6 +200,7 @@ class SetRankRanker(NeuralRanker):
         query_column=None,
         keep_training_state=False,
         distributed=False,
+        checkpoint_dir=None,
     ):
         """Store the parameters unchanged; see :class:`SetRankRanker`."""
         self.d_model = d_model
@@ -230,6 +231,7 @@ class SetRankRanker(NeuralRanker):
         self.query_column = query_column
         self.keep_training_state = keep_training_state
         self.distributed = distributed
+        self.checkpoint_dir = checkpoint_dir
 
     _parameter_constraints = {  # noqa: RUF012
         "d_model": [Interval(Integral, 1, None, closed="left")],

@@ -293,6 +293,7 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         query_column=None,
         keep_training_state=False,
         distributed=False,
+        checkpoint_dir=None,
     ):
         """Store the parameters unchanged; see :class:`TwoTowerDebiasedRanker`."""
         self.hidden_sizes = hidden_sizes
@@ -323,6 +324,7 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         self.query_column = query_column
         self.keep_training_state = keep_training_state
         self.distributed = distributed
+        self.checkpoint_dir = checkpoint_dir
 
     _parameter_constraints = {  # noqa: RUF012
         "hidden_sizes": [positive_int_tuple()],

@@ -14,6 +14,8 @@ one job:
 ``_memory``                 memory a batch needs, from the costs losses and modules declare
 ``_state``                  what a fitted ranker keeps: weights and configuration only
 ``_distributed``            data parallelism, a net class chosen when the net is built
+``_checkpoint``             resumable training: an atomic checkpoint per epoch (``checkpoint_dir``)
+``_mapped``                 a float32 X grouped by query (a memory map) trained on in place
 ==========================  ===============================================================
 
 Public here: :class:`ValidationNDCG` (a skorch callback for the rankers' ``callbacks``

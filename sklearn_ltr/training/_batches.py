@@ -38,14 +38,25 @@ class QueryDataset(torch.utils.data.Dataset):
         Start of each query's rows.
     query_weights : Tensor of shape (n_queries,), default=None
         Weight of each query in the loss (None: all 1).
+    starts : Tensor of int64, shape (n_queries,), default=None
+        First row of each query in the flat tensors when they are not ``offsets[:-1]``:
+        rows used where they lie (a memory-mapped array, :mod:`~sklearn_ltr.training._mapped`),
+        ``offsets`` then only counting the queries' rows. Such a dataset's :meth:`subset`
+        is a view (no rows copied).
+    on_host : bool, default=False
+        Keep the flat tensors on the host when the batches go to another device (data
+        larger than the device's memory): batches are gathered on the host and moved.
     """
 
-    def __init__(self, rows, labels, offsets, query_weights=None):
+    def __init__(self, rows, labels, offsets, query_weights=None, *, starts=None, on_host=False):
         self.rows = rows
         self.labels = labels
         self.offsets = offsets
         self.sizes = offsets[1:] - offsets[:-1]
         self.query_weights = query_weights
+        self.views = starts is not None
+        self.starts = offsets[:-1] if starts is None else starts
+        self.on_host = on_host
 
     @classmethod
     def from_arrays(cls, query_groups, X, y=None, *, query_weights=None, **extras):
@@ -67,31 +78,39 @@ class QueryDataset(torch.utils.data.Dataset):
         return self.sizes.shape[0]
 
     @property
-    def cpu_offsets(self):
-        """``offsets`` on the host (cached): batch planning reads them without a device round trip."""
-        if getattr(self, "_cpu_offsets", None) is None:
-            self._cpu_offsets = self.offsets.cpu()
-        return self._cpu_offsets
+    def cpu_starts(self):
+        """``starts`` on the host (cached): batch planning reads them without a device round trip."""
+        if getattr(self, "_cpu_starts", None) is None:
+            self._cpu_starts = self.starts.cpu()
+        return self._cpu_starts
 
     @property
     def n_rows(self):
-        return int(self.offsets[-1])
+        """Rows of the flat tensors (scores of :meth:`RankingNet.score_rows` follow their order)."""
+        return int(next(iter(self.rows.values())).shape[0])
 
     def __getitem__(self, query):
-        rows = slice(int(self.offsets[query]), int(self.offsets[query + 1]))
+        start = int(self.starts[query])
+        rows = slice(start, start + int(self.sizes[query]))
         item = {name: values[rows] for name, values in self.rows.items()}
         return item, None if self.labels is None else self.labels[rows]
 
     def row_index(self, queries):
         """Flat row indices of ``queries`` (in the given order) and their sizes."""
         sizes = self.sizes[queries]
-        starts = self.offsets[queries]
+        starts = self.starts[queries]
         index = torch.repeat_interleave(starts - torch.cumsum(sizes, 0) + sizes, sizes)
         return index + torch.arange(index.shape[0]), sizes
 
     def subset(self, queries):
         """A new dataset holding only ``queries`` (a tensor of query numbers)."""
         queries = torch.as_tensor(queries, dtype=torch.int64)
+        if self.views:
+            sizes = self.sizes[queries]
+            offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
+            weights = None if self.query_weights is None else self.query_weights[queries]
+            return QueryDataset(self.rows, self.labels, offsets, weights, starts=self.starts[queries],
+                                on_host=self.on_host)
         index, sizes = self.row_index(queries)
         offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
         rows = {name: values[index] for name, values in self.rows.items()}
@@ -100,13 +119,14 @@ class QueryDataset(torch.utils.data.Dataset):
         return QueryDataset(rows, labels, offsets, weights)
 
     def to(self, device):
-        """The same dataset with every tensor on ``device``."""
-        if self.offsets.device == torch.device(device):
+        """The same dataset with every tensor on ``device`` (itself when it stays ``on_host``)."""
+        if self.on_host or self.offsets.device == torch.device(device):
             return self
         rows = {name: values.to(device) for name, values in self.rows.items()}
         labels = None if self.labels is None else self.labels.to(device)
         weights = None if self.query_weights is None else self.query_weights.to(device)
-        return QueryDataset(rows, labels, self.offsets.to(device), weights)
+        starts = self.starts.to(device) if self.views else None
+        return QueryDataset(rows, labels, self.offsets.to(device), weights, starts=starts)
 
 
 class QueryBatches:
@@ -201,7 +221,7 @@ class QueryBatches:
         length = int(sizes.max())
         slots = torch.arange(length, device=device)
         mask = slots[None, :] < sizes[:, None]
-        rows = dataset.offsets[queries][:, None] + slots[None, :]
+        rows = dataset.starts[queries][:, None] + slots[None, :]
         rows = torch.where(mask, rows, torch.zeros_like(rows))
         if self.max_list_length is not None and length > self.max_list_length:
             rows, mask = self._subsample(rows, mask)
@@ -220,8 +240,8 @@ class QueryBatches:
         Modules read their inputs and never write them (none of :mod:`sklearn_ltr.nn` does).
         """
         queries = queries.cpu()
-        offsets = self.dataset.cpu_offsets
-        starts, ends = offsets[queries], offsets[queries + 1]
+        starts = self.dataset.cpu_starts[queries]
+        ends = starts + self.dataset.sizes.cpu()[queries]
         n, length = len(queries), int(ends[0] - starts[0])
         if (n == 0 or (self.max_list_length is not None and length > self.max_list_length)
                 or not bool(((ends - starts) == length).all()) or not bool((starts[1:] == ends[:-1]).all())):

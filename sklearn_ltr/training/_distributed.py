@@ -303,8 +303,9 @@ class DataParallelMixin:
         if split is not None and getattr(split, "random_state", 0) is None:
             split.random_state = _broadcast_int(None)
         if rank > 0:
-            self.callbacks = [(name, callback) for name, callback in self.callbacks
-                              if not isinstance(callback, ProgressBar)]
+            # Entries are callbacks or (name, callback) pairs, as skorch takes them.
+            self.callbacks = [entry for entry in self.callbacks
+                              if not isinstance(entry[1] if isinstance(entry, tuple) else entry, ProgressBar)]
             self.verbose = 0
 
     def fit(self, X, y=None, **fit_params):

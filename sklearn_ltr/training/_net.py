@@ -31,6 +31,7 @@ from skorch.callbacks import EarlyStopping, PrintLog
 from sklearn_ltr.exceptions import NonFiniteLossError
 from sklearn_ltr.training._batches import CLICK_WEIGHTS, QueryBatches, QueryDataset
 from sklearn_ltr.training._device import is_cuda
+from sklearn_ltr.training._mapped import in_place_dataset
 from sklearn_ltr.training._precision import check_precision, training_autocast
 from sklearn_ltr.training._state import inference_net, inference_state, is_inference_state, restore_inference_net
 
@@ -217,6 +218,10 @@ class RankingNet(NeuralNet):
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         # skorch swallows KeyboardInterrupt in partial_fit, and its EarlyStopping raises one to
         # stop: remember a real interruption (Ctrl-C) for the estimator.
+        # A fit resumed from a checkpoint (training._checkpoint) runs the epochs that remain.
+        resumed = self.__dict__.pop("resumed_epochs_", 0)
+        if resumed:
+            epochs = int(max(0, (self.max_epochs if epochs is None else epochs) - min(resumed, 2**62)))
         try:
             return super().fit_loop(X, y, epochs=epochs, **fit_params)
         except KeyboardInterrupt:
@@ -320,5 +325,12 @@ class RankingNet(NeuralNet):
 
 
 def build_dataset(query_groups, X, y=None, *, query_weights=None, **extras):
-    """:class:`QueryDataset` of rows in input order grouped by ``query_groups``."""
+    """:class:`QueryDataset` of rows in input order grouped by ``query_groups``.
+
+    A float32 ``X`` whose queries' rows are contiguous (a memory-mapped file of the on-disk
+    layout) is used in place (:mod:`~sklearn_ltr.training._mapped`), anything else copied.
+    """
+    dataset = in_place_dataset(query_groups, X, y, query_weights=query_weights, **extras)
+    if dataset is not None:
+        return dataset
     return QueryDataset.from_arrays(query_groups, X, y, query_weights=query_weights, **extras)

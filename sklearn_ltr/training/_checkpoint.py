@@ -1,0 +1,336 @@
+"""Resumable training: an atomic checkpoint after every epoch, restored by a later ``fit``.
+
+:class:`TrainingCheckpoint` is the skorch callback behind the neural rankers'
+``checkpoint_dir``. After each epoch it writes one file, ``checkpoint.pt``, holding all
+that the next epoch depends on:
+
+- the weights of every module and criterion, every optimizer's state (moments, step
+  counts, learning rates);
+- the state of every other callback that has one: early stopping's counters and best
+  weights, a learning-rate scheduler's ``state_dict``;
+- the history (every epoch's row, per-batch losses included);
+- the random streams: the generator that shuffles the queries and subsamples lists (the
+  data order of the next epochs is drawn from it), torch's global generator (dropout,
+  noise augmentation) and, under data parallelism, each process's own streams.
+
+A later ``fit`` with the same parameters on the same data restores all of it at the start of
+training and runs the remaining epochs only: the resumed fit is the fit that would have been.
+The file is written with :func:`sklearn_ltr._atomic.write_atomically`, so a crash during the
+write leaves the previous checkpoint whole. A checkpoint of other parameters, of other data or
+that cannot be read is refused with the reason, and left as it is.
+
+Why not skorch's ``Checkpoint`` and ``LoadInitState``: they write the module, the optimizer
+and the history to separate files one after the other (a crash between two writes mixes two
+epochs), and they restore neither the other callbacks' state nor the random streams, so a
+resumed run would draw another data order; they also load any file they find, from any data.
+
+Under data parallelism the processes' streams are gathered and rank 0 alone writes; every
+process reads the same file when the job is restarted (``torchrun --max-restarts``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import numbers
+import os
+
+import numpy as np
+import torch
+from skorch.callbacks import Callback
+from skorch.history import History
+
+from sklearn_ltr._atomic import write_atomically
+
+__all__ = ["CHECKPOINT_FILE", "TrainingCheckpoint", "data_fingerprint", "describe_parameters", "training_checkpoint"]
+
+#: Parameters that change neither the model nor the data order: a checkpoint ignores them.
+_NOT_TRAINING = frozenset({"verbose", "checkpoint_dir", "keep_training_state"})
+
+#: The file a checkpoint folder holds.
+CHECKPOINT_FILE = "checkpoint.pt"
+#: Layout version of the checkpoint's content.
+_VERSION = 1
+#: Bytes hashed at a time: a memory-mapped array is read through without a copy of it.
+_CHUNK = 1 << 24
+
+
+def _plain(value):
+    """``value`` made of tensors, Python scalars, strings and containers (NumPy scalars converted), else raise."""
+    if isinstance(value, np.generic):  # before float: np.float64 is a float, and not a plain one to torch.load
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
+        return value
+    if isinstance(value, dict):
+        return type(value)((key, _plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):  # a History (a list) becomes a plain list
+        return (tuple if isinstance(value, tuple) else list)(_plain(item) for item in value)
+    raise TypeError(type(value).__name__)
+
+
+def _callback_state(callback):
+    """The fitted attributes (``name_``) of a callback that a checkpoint can hold; others are left out."""
+    state = {}
+    for name, value in vars(callback).items():
+        if not name.endswith("_") or name.startswith("_"):
+            continue
+        try:
+            if hasattr(value, "state_dict") and hasattr(value, "load_state_dict"):
+                state[name] = {"state_dict": _plain(value.state_dict())}
+            else:
+                state[name] = {"value": _plain(value)}
+        except TypeError:  # a dataset, a progress bar...: rebuilt by the callback itself
+            continue
+    return state
+
+
+def _restore_callback(callback, state):
+    for name, entry in state.items():
+        if "state_dict" in entry:
+            getattr(callback, name).load_state_dict(entry["state_dict"])
+        else:
+            setattr(callback, name, entry["value"])
+
+
+def describe_parameters(value):
+    """A plain, comparable description of a parameter value (nested estimators and callbacks by their parameters).
+
+    Two fits whose parameters have equal descriptions train the same model on the same data.
+    Arrays are described by their shape, dtype and a hash of their bytes; classes and functions
+    by their qualified names.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Number):
+        return value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, dict):
+        return {str(key): describe_parameters(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [describe_parameters(item) for item in value]
+    if isinstance(value, np.ndarray):
+        digest = hashlib.blake2b(np.ascontiguousarray(value).view(np.uint8), digest_size=16).hexdigest() \
+            if value.dtype != object else repr(value.tolist())
+        return f"array{value.shape} {value.dtype} {digest}"
+    if isinstance(value, np.random.RandomState):
+        return "RandomState"  # consumed by every fit; the checkpoint holds the streams it seeded
+    if isinstance(value, type) or (callable(value) and hasattr(value, "__qualname__")):
+        return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+    if hasattr(value, "get_params"):
+        return {"class": type(value).__qualname__, "params": describe_parameters(value.get_params(deep=False))}
+    return repr(value)
+
+
+def _hash_array(digest, array):
+    array = np.ascontiguousarray(array) if not array.flags.c_contiguous else array
+    digest.update(f"{array.dtype}{array.shape}".encode())
+    rows = max(1, _CHUNK // max(1, array[:1].nbytes))
+    for start in range(0, array.shape[0], rows):
+        digest.update(np.ascontiguousarray(array[start:start + rows]).view(np.uint8))
+
+
+def data_fingerprint(dataset):
+    """Hash of a :class:`~sklearn_ltr.training._batches.QueryDataset`: every row, label, query bound and weight.
+
+    The rows are hashed in chunks of about 16 MB, so that a memory-mapped dataset is read
+    through the page cache without a private copy of it.
+    """
+    digest = hashlib.blake2b(digest_size=20)
+    for name in sorted(dataset.rows):
+        digest.update(name.encode())
+        _hash_array(digest, dataset.rows[name].cpu().numpy())
+    for name in ("labels", "offsets", "starts", "query_weights"):
+        tensor = getattr(dataset, name, None)
+        digest.update(name.encode())
+        if tensor is not None:
+            _hash_array(digest, tensor.cpu().numpy())
+    return digest.hexdigest()
+
+
+def _rank_state(net):
+    """The random streams of this process."""
+    state = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    generator = getattr(net, "subsample_generator_", None)
+    if generator is not None:
+        state["subsample"] = generator.get_state()
+    return state
+
+
+def _restore_rank_state(net, state):
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+    if "subsample" in state:
+        generator = torch.Generator()
+        generator.set_state(state["subsample"])
+        net.subsample_generator_ = generator
+
+
+def _world(net):
+    return getattr(net, "rank_", 0), getattr(net, "world_size_", 1)
+
+
+def _differences(saved, current, limit=3):
+    names = sorted(set(saved) | set(current))
+    changed = [name for name in names if saved.get(name, "<unset>") != current.get(name, "<unset>")]
+    shown = [f"{name}={_short(saved.get(name, '<unset>'))} there, {_short(current.get(name, '<unset>'))} here"
+             for name in changed[:limit]]
+    more = f" and {len(changed) - limit} more" if len(changed) > limit else ""
+    return "; ".join(shown) + more
+
+
+def _short(value, limit=80):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class TrainingCheckpoint(Callback):
+    """Write an atomic checkpoint after each epoch; resume from it at the start of a later fit.
+
+    The neural rankers add it when ``checkpoint_dir`` is set; see the module docstring for
+    what a checkpoint holds. It must run after the callbacks whose state it restores: the
+    rankers put it after every other callback (skorch still runs ``PrintLog`` last).
+
+    Parameters
+    ----------
+    directory : str or path-like
+        Folder of the checkpoint (created when missing).
+    parameters : dict, default=None
+        Description of the estimator's parameters (:func:`describe_parameters`): a checkpoint
+        written under other parameters is refused, naming the first that differ.
+    owner : str, default="fit"
+        Name used in messages (the estimator's class).
+    """
+
+    def __init__(self, directory, *, parameters=None, owner="fit"):
+        self.directory = directory
+        self.parameters = parameters
+        self.owner = owner
+
+    @property
+    def path(self):
+        return os.path.join(os.fspath(self.directory), CHECKPOINT_FILE)
+
+    def _fix(self):
+        return (f"Fit with the parameters and data of that run to resume it, or set checkpoint_dir to another "
+                f"folder (or delete {self.path!r}) to train from scratch.")
+
+    def _read(self):
+        try:
+            with open(self.path, "rb") as file:
+                content = file.read()
+        except FileNotFoundError:
+            return None
+        try:
+            state = torch.load(io.BytesIO(content), map_location="cpu", weights_only=True)
+        except Exception as error:  # a truncated zip, a foreign file: the reason is in torch's message
+            raise ValueError(
+                f"{self.owner}: the checkpoint {self.path!r} cannot be read (truncated or not a checkpoint: "
+                f"{type(error).__name__}: {str(error)[:200]}). It was left as it is. Delete it to train from "
+                f"scratch, or restore a whole copy of it to resume."
+            ) from None
+        if not isinstance(state, dict) or state.get("version") != _VERSION:
+            raise ValueError(f"{self.owner}: {self.path!r} is not a checkpoint of this version of sklearn_ltr "
+                             f"(layout {state.get('version') if isinstance(state, dict) else None!r}, expected "
+                             f"{_VERSION}). It was left as it is. {self._fix()}")
+        return state
+
+    def _check(self, state, parameters, fingerprint, world_size):
+        if state["parameters"] != parameters:
+            raise ValueError(
+                f"{self.owner}: the checkpoint {self.path!r} was written by a fit with other parameters "
+                f"({_differences(state['parameters'], parameters)}); it was not used and is left as it is. "
+                f"{self._fix()}"
+            )
+        if state["data"] != fingerprint:
+            raise ValueError(
+                f"{self.owner}: the checkpoint {self.path!r} was written for other training data "
+                f"({state['data_summary']} there, {self._summary} here, or the same shape with other values, "
+                f"labels, query ids or query weights); it was not used and is left as it is. {self._fix()}"
+            )
+        if state["world_size"] != world_size:
+            raise ValueError(
+                f"{self.owner}: the checkpoint {self.path!r} was written by {state['world_size']} process(es), "
+                f"this job has {world_size}: each process's random streams cannot be mapped to another number "
+                f"of processes; it was not used and is left as it is. Resume with {state['world_size']} "
+                f"process(es), or set checkpoint_dir to another folder to train from scratch."
+            )
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        rank, world_size = _world(net)
+        self._fingerprint = data_fingerprint(X)
+        self._summary = f"{X.n_rows} rows of {len(X)} queries"
+        self._parameters = dict(self.parameters or {})
+        state = self._read()
+        if state is None:
+            return
+        self._check(state, self._parameters, self._fingerprint, world_size)
+        for kind in ("modules", "criteria", "optimizers"):
+            for name, saved in state[kind].items():
+                getattr(net, name + "_").load_state_dict(saved)
+        net.history = History(state["history"])
+        callbacks = dict(net.callbacks_)
+        for name, saved in state["callbacks"].items():
+            if name in callbacks:
+                _restore_callback(callbacks[name], saved)
+        net.generator_.set_state(state["generator"])
+        _restore_rank_state(net, state["ranks"][rank])
+        # Epochs the loop skips: those done, or all of them when that fit had ended.
+        net.resumed_epochs_ = math.inf if state["finished"] else len(state["history"])
+
+    def _state(self, net, finished):
+        rank, world_size = _world(net)
+        ranks = [_rank_state(net)]
+        if world_size > 1:
+            import torch.distributed as dist
+
+            ranks = [None] * world_size
+            dist.all_gather_object(ranks, _rank_state(net))
+        if rank != 0:
+            return None
+
+        def saved(name):
+            return {key: value.detach().cpu().clone() if torch.is_tensor(value) else value
+                    for key, value in getattr(net, name + "_").state_dict().items()}
+
+        return {
+            "version": _VERSION,
+            "finished": finished,
+            "parameters": self._parameters,
+            "data": self._fingerprint,
+            "data_summary": self._summary,
+            "world_size": world_size,
+            "modules": {name: saved(name) for name in net._modules},
+            "criteria": {name: saved(name) for name in net._criteria},
+            "optimizers": {name: _plain(getattr(net, name + "_").state_dict()) for name in net._optimizers},
+            "history": _plain(list(net.history)),
+            "callbacks": {name: _callback_state(callback) for name, callback in net.callbacks_ if callback is not self},
+            "generator": net.generator_.get_state(),
+            "ranks": ranks,
+        }
+
+    def _write(self, net, finished):
+        state = self._state(net, finished)
+        if state is None:
+            return
+        os.makedirs(self.directory, exist_ok=True)
+        write_atomically(self.path, lambda file: torch.save(state, file))
+
+    def on_epoch_end(self, net, **kwargs):
+        self._write(net, finished=False)
+
+    def on_train_end(self, net, **kwargs):
+        # Marks the fit complete: a later fit restores the final model and trains no further epoch.
+        if getattr(net, "interrupted_", False):
+            return
+        self._write(net, finished=True)
+
+
+def training_checkpoint(estimator):
+    """The :class:`TrainingCheckpoint` of an estimator with a ``checkpoint_dir``, keyed by its parameters."""
+    parameters = {name: describe_parameters(value) for name, value in estimator.get_params(deep=False).items()
+                  if name not in _NOT_TRAINING}
+    parameters["estimator"] = type(estimator).__qualname__
+    return TrainingCheckpoint(estimator.checkpoint_dir, parameters=parameters, owner=f"{type(estimator).__name__}.fit")

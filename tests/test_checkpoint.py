@@ -1,0 +1,239 @@
+"""Resumable training (checkpoint_dir): a fit interrupted and resumed is the fit that would have been."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import torch
+from skorch.callbacks import Callback, LRScheduler
+
+from sklearn_ltr import DASALCRanker, RankNetRanker
+from sklearn_ltr.datasets import make_ranking
+from sklearn_ltr.training._checkpoint import CHECKPOINT_FILE
+
+# Dropout, noise augmentation, early stopping with best weights, a learning-rate schedule and
+# Adam: every kind of state a checkpoint must hold changes the model when it is lost.
+_DASALC = {"hidden_size": 8, "n_layers": 1, "n_attention_layers": 1, "n_heads": 2, "head_size": 4, "dropout": 0.2,
+           "attention_dropout": 0.1, "noise_std": 0.1, "batch_size": 4, "lr": 0.1, "max_epochs": 7,
+           "early_stopping": True, "validation_fraction": 0.3, "n_iter_no_change": 3, "device": "cpu",
+           "random_state": 0}
+_RANKNET = {"hidden_sizes": (8,), "batch_size": 4, "lr": 0.01, "max_epochs": 5, "max_list_length": 20,
+            "device": "cpu", "random_state": 0}
+
+
+def _data(n_queries=24):
+    X, y, qid = make_ranking(n_queries=n_queries, n_features=5, shuffle=True, random_state=1)
+    return np.sign(X) * np.log1p(np.abs(X)), y, qid
+
+
+class _Crash(RuntimeError):
+    pass
+
+
+class CrashAt(Callback):
+    """Raise in batch ``batch`` of epoch ``epoch`` while armed (a module flag, so that the parameters stay equal)."""
+
+    armed = False
+
+    def __init__(self, epoch, batch):
+        self.epoch = epoch
+        self.batch = batch
+
+    def on_epoch_begin(self, net, **kwargs):
+        self.seen_ = 0
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        self.seen_ += training
+        if CrashAt.armed and len(net.history) == self.epoch and self.seen_ == self.batch:
+            raise _Crash("simulated crash")
+
+
+def _single_thread(function, *args, **kwargs):
+    # Float32 sums split across threads round differently: every run of a comparison uses one thread.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return function(*args, **kwargs)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _fit(cls, params, **more):
+    X, y, qid = _data()
+    return _single_thread(cls(**{**params, **more}).fit, X, y, groups=qid)
+
+
+def _assert_same_fit(resumed, reference):
+    X, _, qid = _data()
+    np.testing.assert_array_equal(resumed.predict(X, groups=qid), reference.predict(X, groups=qid))
+    for name, tensor in reference.net_.module_.state_dict().items():
+        torch.testing.assert_close(resumed.net_.module_.state_dict()[name], tensor, rtol=0, atol=0, msg=name)
+    assert [row["epoch"] for row in resumed.history_] == list(range(1, len(reference.history_) + 1))
+    for key in ("train_loss", "valid_ndcg@10"):
+        assert resumed.history_[:, key] == reference.history_[:, key] if key in reference.history_[0] else True
+    assert resumed.best_iteration_ == reference.best_iteration_
+    assert resumed.n_iter_ == reference.n_iter_
+
+
+_CASES = {
+    "dasalc_early_stopping": (DASALCRanker, _DASALC, 4),
+    "ranknet_schedule_subsampling": (RankNetRanker, {**_RANKNET, "callbacks": [
+        ("schedule", LRScheduler(torch.optim.lr_scheduler.StepLR, step_size=1, gamma=0.5))]}, 3),
+}
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_a_crashed_fit_resumes_to_the_uninterrupted_model(tmp_path, case):
+    cls, params, epoch = _CASES[case]
+    crash = ("crash", CrashAt(epoch=epoch, batch=2))
+    params = {**params, "callbacks": [*params.get("callbacks", []), crash]}
+    reference = _fit(cls, params)
+    CrashAt.armed = True
+    try:
+        with pytest.raises(_Crash):
+            _fit(cls, params, checkpoint_dir=tmp_path)
+    finally:
+        CrashAt.armed = False
+    assert (tmp_path / CHECKPOINT_FILE).exists()
+    resumed = _fit(cls, params, checkpoint_dir=tmp_path)
+    _assert_same_fit(resumed, reference)
+    if cls is DASALCRanker:  # the state restored includes early stopping's: it stopped at the same epoch
+        assert resumed.n_iter_ < params["max_epochs"], "early stopping never triggered: weak test"
+        assert resumed.best_iteration_ < epoch, "the best weights were not those of an epoch before the crash"
+
+
+class _CountEpochs(Callback):
+    epochs = 0
+
+    def on_epoch_begin(self, net, **kwargs):
+        _CountEpochs.epochs += 1
+
+
+def test_a_finished_fit_is_restored_without_training(tmp_path):
+    # Early stopping ends it before max_epochs: the epochs it did not run are not run by a refit either.
+    params = {**_DASALC, "callbacks": [_CountEpochs()]}
+    first = _fit(DASALCRanker, params, checkpoint_dir=tmp_path)
+    assert first.n_iter_ < params["max_epochs"]
+    _CountEpochs.epochs = 0
+    again = _fit(DASALCRanker, params, checkpoint_dir=tmp_path)
+    assert _CountEpochs.epochs == 0
+    _assert_same_fit(again, first)
+
+
+def _refused(tmp_path, match, **changes):
+    X, y, qid = _data()
+    before = (tmp_path / CHECKPOINT_FILE).read_bytes()
+    data = changes.pop("data", (X, y, qid))
+    with pytest.raises(ValueError, match=match):
+        RankNetRanker(**{**_RANKNET, "checkpoint_dir": tmp_path, **changes}).fit(data[0], data[1], groups=data[2])
+    assert (tmp_path / CHECKPOINT_FILE).read_bytes() == before, "a refused checkpoint was overwritten"
+
+
+def test_a_checkpoint_of_other_parameters_or_data_is_refused(tmp_path):
+    _fit(RankNetRanker, _RANKNET, checkpoint_dir=tmp_path, max_epochs=2)
+    _refused(tmp_path, r"other parameters \(max_epochs=2 there, 5 here\)")
+    _refused(tmp_path, r"other parameters \(lr=0.01 there, 0.02 here; max_epochs", lr=0.02)
+    X, y, qid = _data()
+    _refused(tmp_path, "other training data", max_epochs=2, data=(X, np.roll(y, 1), qid))
+    other = X.copy()
+    other[5, 2] += 1e-3
+    _refused(tmp_path, "other training data", max_epochs=2, data=(other, y, qid))
+    # Settings that change neither the model nor the data order are not compared.
+    _fit(RankNetRanker, _RANKNET, checkpoint_dir=tmp_path, max_epochs=2, verbose=0, keep_training_state=True)
+
+
+def test_a_truncated_checkpoint_is_refused(tmp_path):
+    _fit(RankNetRanker, _RANKNET, checkpoint_dir=tmp_path)
+    path = tmp_path / CHECKPOINT_FILE
+    path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+    _refused(tmp_path, r"cannot be read \(truncated or not a checkpoint")
+    path.write_bytes(b"not a checkpoint")
+    _refused(tmp_path, r"cannot be read \(truncated or not a checkpoint")
+
+
+def test_a_crash_while_writing_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+    reference = _fit(RankNetRanker, _RANKNET)
+    save = torch.save
+    calls = []
+
+    def save_then_crash(state, file):
+        calls.append(state["history"][-1]["epoch"])
+        if len(calls) == 3:  # the third epoch's write dies half-way
+            file.write(b"PK\x03\x04 half a checkpoint")
+            raise _Crash("killed while writing")
+        return save(state, file)
+
+    monkeypatch.setattr(torch, "save", save_then_crash)
+    with pytest.raises(_Crash):
+        _fit(RankNetRanker, _RANKNET, checkpoint_dir=tmp_path)
+    monkeypatch.setattr(torch, "save", save)
+    assert os.listdir(tmp_path) == [CHECKPOINT_FILE], "the temporary file of the failed write was left behind"
+    state = torch.load(tmp_path / CHECKPOINT_FILE, weights_only=True)
+    assert len(state["history"]) == 2
+    _assert_same_fit(_fit(RankNetRanker, _RANKNET, checkpoint_dir=tmp_path), reference)
+
+
+_SCRIPT = """
+import os, sys, time
+import numpy as np, torch
+from skorch.callbacks import Callback
+from sklearn_ltr import DASALCRanker
+from sklearn_ltr.datasets import make_ranking
+
+torch.set_num_threads(1)
+
+
+class PauseAt(Callback):
+    # With PAUSE set: tell the test, then wait in the middle of an epoch for its SIGKILL.
+    def __init__(self, epoch, batch):
+        self.epoch, self.batch = epoch, batch
+
+    def on_epoch_begin(self, net, **kwargs):
+        self.seen_ = 0
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        self.seen_ += training
+        if os.environ.get("PAUSE") and len(net.history) == self.epoch and self.seen_ == self.batch:
+            open(os.environ["PAUSE"], "w").close()
+            time.sleep(300)
+
+
+X, y, qid = make_ranking(n_queries=24, n_features=5, shuffle=True, random_state=1)
+X = np.sign(X) * np.log1p(np.abs(X))
+params = {params}
+ranker = DASALCRanker(**params, callbacks=[PauseAt(4, 2)], checkpoint_dir=sys.argv[1]).fit(X, y, groups=qid)
+np.save(sys.argv[2], ranker.predict(X, groups=qid))
+np.save(sys.argv[3], np.array([row["epoch"] for row in ranker.history_]))
+"""
+
+
+def test_a_fit_killed_with_sigkill_mid_epoch_resumes_to_the_uninterrupted_model(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(_SCRIPT.format(params=repr(_DASALC))))
+    checkpoints, paused = tmp_path / "checkpoints", tmp_path / "paused"
+    outputs = [str(tmp_path / "scores.npy"), str(tmp_path / "epochs.npy")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen([sys.executable, str(script), str(checkpoints), *outputs],
+                               env={**env, "PAUSE": str(paused)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not paused.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert paused.exists(), process.communicate()[1].decode()[-2000:]
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL
+    assert not os.path.exists(outputs[0])
+    saved = torch.load(checkpoints / CHECKPOINT_FILE, weights_only=True)
+    assert len(saved["history"]) == 3 and not saved["finished"]  # killed in epoch 4, after three checkpoints
+    result = subprocess.run([sys.executable, str(script), str(checkpoints), *outputs], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    X, _, qid = _data()
+    reference = _fit(DASALCRanker, _DASALC)
+    np.testing.assert_array_equal(np.load(outputs[0]), reference.predict(X, groups=qid))
+    assert np.load(outputs[1]).tolist() == list(range(1, reference.n_iter_ + 1))
