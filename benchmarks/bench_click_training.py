@@ -67,6 +67,7 @@ VARIANTS = {
     "early stopping + lr 3e-3": {"early_stopping": True, "lr": 3e-3},
     "early stopping + lr 3e-4": {"early_stopping": True, "lr": 3e-4},
     "early stopping + rows + batch 4 pages": {"early_stopping": True, "rows": True, "batch_size": 4},
+    "early stopping, batches not bucketed by length": {"early_stopping": True, "unbucketed": True},
 }
 
 
@@ -78,6 +79,12 @@ class _Args:
 
 
 def fit_variant(changes, train, val, seed):
+    if changes.get("unbucketed"):
+        # Batches of pages drawn at random, not grouped by length: on a down-sampled click log a page's length
+        # follows its clicks, so length-bucketed batches hold pages alike in their share of clicks.
+        from sklearn_ltr.training import _batches
+
+        _batches.QueryBatches.__init__.__kwdefaults__["pool_batches"] = 1
     X, clicks, _, session = train
     X_val, clicks_val, session_val = val[:3]
     scaler = StandardScaler().fit(X)
