@@ -66,7 +66,7 @@ class ToyRanker(NeuralRanker):
         self, scale=1.0, *, loss="toy_pairwise", loss_params=None, lr=1e-2, optimizer="adam", weight_decay=0.0,
         max_epochs=20, batch_size=32, max_list_length=None, validation_fraction=None, early_stopping=False,
         n_iter_no_change=5, device="auto", precision="32-true", random_state=None, callbacks=None, verbose=0,
-        query_column=None, keep_training_state=False, distributed=False,
+        query_column=None, keep_training_state=False, distributed=False, checkpoint_dir=None,
     ):
         self.scale = scale
         self.loss = loss
@@ -88,6 +88,7 @@ class ToyRanker(NeuralRanker):
         self.query_column = query_column
         self.keep_training_state = keep_training_state
         self.distributed = distributed
+        self.checkpoint_dir = checkpoint_dir
 
     _parameter_constraints = {  # noqa: RUF012
         "scale": [Interval(Real, 0, None, closed="neither")],

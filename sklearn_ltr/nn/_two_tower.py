@@ -9,9 +9,9 @@ Examples
 --------
 >>> from sklearn_ltr.nn import COMBINATIONS, TwoTowerClickLoss
 >>> COMBINATIONS
-('additive', 'multiplicative')
+('additive', 'multiplicative', 'dla')
 >>> [TwoTowerClickLoss(combination).combination for combination in COMBINATIONS]
-['additive', 'multiplicative']
+['additive', 'multiplicative', 'dla']
 """
 
 from __future__ import annotations

@@ -134,7 +134,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         if self.verbose >= 2:
             callbacks.append(("progress_bar", ProgressBar()))
         callbacks.extend(extra)
-        if self.checkpoint_dir is not None:  # last: it restores the state of the callbacks before it
+        # A ranker subclassed before checkpoint_dir existed (see "Your own ranker") has none.
+        if getattr(self, "checkpoint_dir", None) is not None:  # last: it restores the callbacks before it
             callbacks.append(("training_checkpoint", training_checkpoint(self)))
         return callbacks, fraction
 
