@@ -159,9 +159,9 @@ def dual_learning_loss(relevance, observation, clicks, mask, weights=None, *, ma
     the documents of a list, both towers minimise a softmax cross-entropy on the clicks:
 
     .. math::
-        \ell^{r}_q = -rac{1}{\sum_i c_i} \sum_i c_i\, rac{\hat P_{\max}}{\hat P_i} \log \hat R_i,
+        \ell^{r}_q = -\frac{1}{\sum_i c_i} \sum_i c_i\, \frac{\hat P_{\max}}{\hat P_i} \log \hat R_i,
         \qquad
-        \ell^{o}_q = -rac{1}{\sum_i c_i} \sum_i c_i\, rac{\hat R_{\max}}{\hat R_i} \log \hat P_i,
+        \ell^{o}_q = -\frac{1}{\sum_i c_i} \sum_i c_i\, \frac{\hat R_{\max}}{\hat R_i} \log \hat P_i,
 
     with :math:`\hat P_{\max}` the largest estimate of the list (the best-examined position
     shown; position 1 when it is there) and likewise :math:`\hat R_{\max}`. The weights are
