@@ -27,6 +27,7 @@ PUBLIC_MODULES = [
     "sklearn_ltr.metrics",
     "sklearn_ltr.losses",
     "sklearn_ltr.datasets",
+    "sklearn_ltr.clicks",
     "sklearn_ltr.preprocessing",
     "sklearn_ltr.rankers",
     "sklearn_ltr.nn",

@@ -22,6 +22,7 @@ from sklearn_ltr import LambdaMARTRanker, Log1pTransformer, ndcg_score, ndcg_sco
 from sklearn_ltr.metrics import compare_rankings
 from sklearn_ltr.inspection import permutation_importance
 from sklearn_ltr.rankers import LambdaMARTRanker, RankingEnsemble
+from sklearn_ltr.clicks import estimate_propensity_em, estimate_propensity_harvesting
 """
     assert _loaded_after(code) == []
 

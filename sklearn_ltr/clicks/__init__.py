@@ -9,6 +9,22 @@
 
 Both estimators return a :class:`PropensityEstimate` (per-position propensities relative to
 position 1 with a bootstrap band); its ``propensity_of(positions)`` gives each row's propensity.
+
+Examples
+--------
+From the log to the weights of the clicks: a document shown four times at position 1 (two
+clicks) and four times at position 2 (one click), then three rows to weigh:
+
+>>> from sklearn_ltr.clicks import PROPENSITY_CLIP, estimate_propensity_harvesting, inverse_propensity_weights
+>>> estimate = estimate_propensity_harvesting([1, 1, 0, 0, 1, 0, 0, 0], [1, 1, 1, 1, 2, 2, 2, 2], [7] * 8,
+...                                           [3] * 8, max_position=2, n_bootstrap=0)
+>>> propensity = estimate.propensity_of([1, 2, 2])
+>>> propensity
+array([1. , 0.5, 0.5])
+>>> inverse_propensity_weights(propensity)  # at most 1 / PROPENSITY_CLIP
+array([1., 2., 2.])
+>>> 1 / PROPENSITY_CLIP
+20.0
 """
 
 from sklearn_ltr.clicks._em import estimate_propensity_em

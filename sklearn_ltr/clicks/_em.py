@@ -216,7 +216,7 @@ def estimate_propensity_em(X, clicks, positions, groups, *, max_position=20, n_i
         Stop when no relative propensity moved by more than ``tol`` in an iteration; a
         :class:`~sklearn.exceptions.ConvergenceWarning` says when ``n_iter`` ran out first.
     relevance_params : dict, default=None
-        LightGBM parameters of the relevance regression, over :data:`RELEVANCE_PARAMS`
+        LightGBM parameters of the relevance regression, over the defaults
         (``num_iterations`` 50, ``learning_rate`` 0.1, ``num_leaves`` 31, ``min_data_in_leaf`` 20).
     n_folds : int, default=2
         Cross-fitting: the queries are split into ``n_folds`` folds at random, and the relevance

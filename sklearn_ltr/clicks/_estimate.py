@@ -56,6 +56,27 @@ class PropensityEstimate:
     details : dict
         Method-specific diagnostics: the EM's log-likelihood per iteration, the harvesting's
         number of documents shown at each pair of positions, ...
+
+    See Also
+    --------
+    estimate_propensity_em, estimate_propensity_harvesting : The estimators that return it.
+
+    Examples
+    --------
+    >>> from sklearn_ltr.clicks import estimate_propensity_harvesting
+    >>> clicks = [1, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]
+    >>> positions = [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+    >>> estimate = estimate_propensity_harvesting(clicks, positions, [0] * 12, [5] * 12, max_position=3,
+    ...                                           n_bootstrap=0)
+    >>> estimate.positions, estimate.propensity
+    (array([1, 2, 3]), array([1. , 0.5, 0.5]))
+    >>> estimate.n_shown, estimate.n_clicks
+    (array([4., 4., 4.]), array([2., 1., 1.]))
+
+    Per-row propensities for training (positions at or beyond ``max_position`` share its value):
+
+    >>> estimate.propensity_of([3, 1, 7])
+    array([0.5, 1. , 0.5])
     """
 
     method: str

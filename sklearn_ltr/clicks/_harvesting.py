@@ -34,6 +34,7 @@ from sklearn_ltr._groups import check_groups
 from sklearn_ltr.clicks._estimate import (
     PropensityEstimate,
     ReplicateError,
+    _as_1d,
     _listing,
     check_confidence,
     check_int,
@@ -200,7 +201,8 @@ def estimate_propensity_harvesting(clicks, positions, groups, documents, *, max_
     """
     clicks, buckets, codes, n_queries, weights = check_log(clicks, positions, groups, max_position=max_position,
                                                            sample_weight=sample_weight)
-    documents = check_groups(documents, clicks.shape[0], name="documents", against="clicks")
+    documents = check_groups(_as_1d(documents, "documents", clicks.shape[0]), clicks.shape[0], name="documents",
+                             against="clicks")
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", 0)
     confidence = check_confidence(confidence)
     max_position = int(max_position)

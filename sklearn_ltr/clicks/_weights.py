@@ -41,6 +41,16 @@ def check_propensity(propensity, n_samples=None, *, name="propensity"):
     ValueError
         Not one number per row, NaN or infinite values, values outside (0, 1] (a value above 1 is most
         likely an inverse-propensity weight given in place of the propensity).
+
+    Examples
+    --------
+    >>> from sklearn_ltr.clicks import check_propensity
+    >>> check_propensity([1, 0.5, 0.25])
+    array([1.  , 0.5 , 0.25])
+    >>> check_propensity([1, 2, 4])
+    Traceback (most recent call last):
+    ...
+    ValueError: propensity must hold examination probabilities in (0, 1]; got 2. Values above 1 look like ...
     """
     if hasattr(propensity, "to_numpy"):
         propensity = propensity.to_numpy()
