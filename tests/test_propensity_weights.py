@@ -52,3 +52,16 @@ def test_length_and_clip_checks():
     for clip in (0, 1.5, True, "0.1", np.nan):
         with pytest.raises(ValueError, match="clip must be a number in"):
             inverse_propensity_weights([0.5], clip=clip)
+
+
+def test_messages_whole():
+    with pytest.raises(ValueError) as error:
+        inverse_propensity_weights([0.5, 4.0])
+    assert str(error.value) == (
+        "propensity must hold examination probabilities in (0, 1]; got 4. Values above 1 look like "
+        "inverse-propensity weights: pass the propensities themselves (1 / weight).")
+    with pytest.raises(ValueError) as error:
+        inverse_propensity_weights([0.5, 0.0])
+    assert str(error.value) == "propensity must hold examination probabilities in (0, 1]; got 0."
+    with pytest.raises(ValueError, match="^p_val has 1 values but X has 2 rows"):
+        inverse_propensity_weights([0.5], n_samples=2, name="p_val")
