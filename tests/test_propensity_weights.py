@@ -63,5 +63,5 @@ def test_messages_whole():
     with pytest.raises(ValueError) as error:
         inverse_propensity_weights([0.5, 0.0])
     assert str(error.value) == "propensity must hold examination probabilities in (0, 1]; got 0."
-    with pytest.raises(ValueError, match="^p_val has 1 values but X has 2 rows"):
+    with pytest.raises(ValueError, match=r"^p_val has 1 values but X has 2 rows"):
         inverse_propensity_weights([0.5], n_samples=2, name="p_val")
