@@ -63,3 +63,13 @@ def test_a_p_value_equal_to_alpha_is_not_significant(capsys, files, correction):
         (row,) = [line for line in text.splitlines()[text.splitlines().index("NDCG@10 over 8 queries"):]
                   if line.startswith("b ")][:1]
         assert (f"{p:.4f} *" in row) is significant, row
+
+
+def test_drop_refuses_a_file_whose_queries_are_all_empty(capsys, files, tmp_path):
+    data = tmp_path / "empty.txt"
+    dump_svmlight_ranking(np.ones((len(Y), 2)), np.zeros(len(Y)), QID, data)
+    status, _, err = run(capsys, "compare", "--data", str(data), "--scores", files["a"], "--scores", files["b"],
+                         "--metrics", "mrr", "--empty-queries", "drop")
+    assert status == 2
+    assert (f"every query of --data {str(data)!r} has no relevant document (no label above 0): --empty-queries drop "
+            "leaves none to compare.") in err
