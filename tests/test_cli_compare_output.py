@@ -5,6 +5,7 @@ significance marks: a p-value is significant when *below* ``--alpha``, so one eq
 in the JSON and in the text table alike, with and without a correction.
 """
 
+import html
 import json
 
 import numpy as np
@@ -73,3 +74,14 @@ def test_drop_refuses_a_file_whose_queries_are_all_empty(capsys, files, tmp_path
     assert status == 2
     assert (f"every query of --data {str(data)!r} has no relevant document (no label above 0): --empty-queries drop "
             "leaves none to compare.") in err
+
+
+def test_the_report_names_the_file_the_baseline_and_alpha(capsys, files, tmp_path):
+    report = tmp_path / "report.html"
+    text = _compare(capsys, files, "--alpha", "0.01", json_output=False)
+    described = text.splitlines()[0]  # the data file's description, as the text output starts
+    _compare(capsys, files, "--alpha", "0.01", "--report", str(report))
+    page = report.read_text()
+    assert "<title>Ranker comparison on test.txt</title>" in page
+    assert f'<p class="description">{html.escape(described)}; baseline a</p>' in page
+    assert "marks p &lt; 0.01 after correction." in page
