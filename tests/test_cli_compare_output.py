@@ -85,3 +85,32 @@ def test_the_report_names_the_file_the_baseline_and_alpha(capsys, files, tmp_pat
     assert "<title>Ranker comparison on test.txt</title>" in page
     assert f'<p class="description">{html.escape(described)}; baseline a</p>' in page
     assert "marks p &lt; 0.01 after correction." in page
+
+
+def test_the_report_never_overwrites_an_input_and_names_a_bad_path(capsys, files, tmp_path):
+    def refused(report):
+        status, _, err = run(capsys, "compare", "--data", files["data"], "--scores", files["a"], "--scores",
+                             files["b"], "--metrics", "mrr", "--resamples", "10", "--report", str(report))
+        assert status == 2
+        return err
+
+    for option, path in (("--data", files["data"]), ("--scores", files["a"]), ("--scores", files["b"])):
+        before = open(path).read()
+        assert (f"--report {path!r} is {option} {path!r}: writing it would destroy that input. Give --report another "
+                "file name; nothing was written.") in refused(path)
+        assert open(path).read() == before
+    assert f"--report {str(tmp_path)!r} is a directory; give a file name for the report." in refused(tmp_path)
+    missing = tmp_path / "missing" / "r.html"
+    assert (f"cannot write report --report {str(missing)!r}: folder {str(missing.parent)!r} does not exist"
+            in refused(missing))
+
+
+def test_the_report_without_matplotlib_says_how_to_install_it(capsys, files, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
+    status, _, err = run(capsys, "compare", "--data", files["data"], "--scores", files["a"], "--scores", files["b"],
+                         "--metrics", "mrr", "--report", str(tmp_path / "r.html"))
+    assert status == 2
+    assert ("--report draws its figures with matplotlib, which is not installed: pip install 'sklearn-ltr[benchmark]' "
+            "(or pip install matplotlib).") in err
