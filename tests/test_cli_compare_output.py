@@ -114,3 +114,13 @@ def test_the_report_without_matplotlib_says_how_to_install_it(capsys, files, tmp
     assert status == 2
     assert ("--report draws its figures with matplotlib, which is not installed: pip install 'sklearn-ltr[benchmark]' "
             "(or pip install matplotlib).") in err
+
+
+@pytest.mark.parametrize(("value", "marked", "cell"), [(0.5, False, "0.5000"), (0.01, True, "0.0100 *"),
+                                                        (1e-4, False, "0.0001"), (3.2e-5, True, "3.2e-05 *"),
+                                                        (0.0, False, "0.0e+00")])
+def test_p_value_cells(value, marked, cell):
+    """Four decimals down to 1e-4, then scientific notation (never "0.0000"); '*' after a marked one."""
+    from sklearn_ltr.cli._compare import _p_cell
+
+    assert _p_cell(value, marked) == cell
