@@ -118,7 +118,8 @@ def test_the_report_without_matplotlib_says_how_to_install_it(capsys, files, tmp
 
 @pytest.mark.parametrize(("value", "marked", "cell"), [(0.5, False, "0.5000"), (0.01, True, "0.0100 *"),
                                                         (1e-4, False, "0.0001"), (3.2e-5, True, "3.2e-05 *"),
-                                                        (0.0, False, "0.0e+00")])
+                                                        (0.0, False, "0.0e+00")],
+                         ids=["half", "marked", "at-1e-4", "below-1e-4-marked", "zero"])
 def test_p_value_cells(value, marked, cell):
     """Four decimals down to 1e-4, then scientific notation (never "0.0000"); '*' after a marked one."""
     from sklearn_ltr.cli._compare import _p_cell
