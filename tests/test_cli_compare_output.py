@@ -125,3 +125,15 @@ def test_p_value_cells(value, marked, cell):
     from sklearn_ltr.cli._compare import _p_cell
 
     assert _p_cell(value, marked) == cell
+
+
+@pytest.mark.parametrize(("correction", "head"), [
+    ("holm", ["system", "mean", "difference", "95% CI", "t-test p", "t-test p (holm)", "randomization p",
+              "randomization p (holm)"]),
+    ("none", ["system", "mean", "difference", "95% CI", "t-test p", "randomization p"]),
+])
+def test_the_text_table_heads_its_columns(capsys, files, correction, head):
+    text = _compare(capsys, files, "--correction", correction, json_output=False)
+    lines = text.splitlines()
+    start = lines.index("NDCG@10 over 8 queries")
+    assert [cell for cell in lines[start + 1].split("  ") if cell.strip()] == head
