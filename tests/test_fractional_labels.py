@@ -93,3 +93,23 @@ def test_compare_counts_and_means_with_fractional_labels(capsys, files, rule):
         table = report["metrics"][key]
         assert table["n_queries"] == (5 if rule == "zero" else 3)
         assert table["baseline_mean"] == pytest.approx(expected[key], rel=1e-12)
+
+
+@pytest.mark.parametrize("grade", [0.25, 0.5, 30.0])
+def test_subsampled_training_lists_keep_every_relevant_document(grade):
+    """max_list_length keeps relevant documents (label > 0) first, a fractional or large grade included."""
+    import torch
+
+    from sklearn_ltr._groups import QueryGroups
+    from sklearn_ltr.training._batches import QueryBatches, QueryDataset
+
+    labels = np.zeros(40, dtype=np.float32)
+    labels[[3, 17, 29, 38]] = grade  # two lists of 20 documents, two relevant in each
+    groups = np.repeat([0, 1], 20)
+    X = np.arange(40, dtype=np.float32)[:, None]
+    dataset = QueryDataset.from_arrays(QueryGroups(groups), X, labels)
+    for seed in range(5):
+        generator = torch.Generator().manual_seed(seed)
+        ((_, kept),) = list(QueryBatches(dataset, 2, shuffle=True, max_list_length=3, generator=generator))
+        assert kept.shape == (2, 3)
+        np.testing.assert_array_equal(np.sort((kept > 0).sum(axis=1).numpy()), [2, 2])

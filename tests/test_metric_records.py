@@ -76,3 +76,30 @@ def test_aliases_given_as_a_list_are_kept_as_a_tuple():
     metric = Metric("listed", None, _values, aliases=["l1", "l2"])
     assert metric.aliases == ("l1", "l2")
     assert {metric: 1}[metric] == 1
+
+
+def test_the_unknown_name_error_lists_the_metrics_the_caller_accepts():
+    from sklearn_ltr.metrics import get_metric, unregister_metric
+
+    register_metric(Metric("score_only", lambda *args: 1.0, None, aliases=("so",)))
+    register_metric(Metric("after_it", None, _values))
+    try:
+        with pytest.raises(ValueError) as every:
+            get_metric("auc")
+        with pytest.raises(ValueError) as per_query:
+            get_metric("so", per_query=True)  # known, without per-query values: the others are listed
+    finally:
+        unregister_metric("score_only")
+        unregister_metric("after_it")
+    assert ("err[@k], swapped_pairs (no per-query values), score_only (or so; no per-query values), after_it "
+            "(sklearn_ltr.metrics.METRICS") in str(every.value)
+    assert str(per_query.value).endswith("the 'score_only' metric has none. A metric must be one of ndcg[@k], "
+                                         "dcg[@k], map[@k] (or ap), precision@k (or p, prec), mrr[@k], err[@k], "
+                                         "after_it.")
+
+
+def test_a_per_query_only_score_is_the_float64_mean_of_float32_values():
+    values = np.array([0.1, 0.2, 0.7, 0.3], dtype=np.float32)
+    metric = Metric("single", None, lambda y_true, y_score, groups: values)
+    assert metric.score([0], [0], [0]) == np.mean(values.astype(np.float64))
+    assert np.mean(values.astype(np.float64)) != np.mean(values)  # float32 sums round otherwise: not a vacuous test

@@ -144,3 +144,28 @@ def test_validation_ndcg_of_a_separate_set_is_nan_for_every_non_finite_score(lin
 def test_metrics_refuse_every_non_finite_score(kind):
     with pytest.raises(ValueError, match=r"^y_score contains NaN or infinite values; rank only finite scores"):
         ndcg_score([1, 0, 2], [0.5, KINDS[kind], 0.1], [0, 0, 0])
+
+
+class _Gradient(torch.autograd.Function):
+    """A finite loss (0) whose gradient is ``value`` for every score: one step makes the weights non-finite."""
+
+    @staticmethod
+    def forward(ctx, scores, value):
+        ctx.shape, ctx.value = scores.shape, value
+        return scores.sum() * 0.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.full(ctx.shape, ctx.value), None
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_non_finite_weight_after_training_is_an_error(kind):
+    """The last step leaves NaN, -inf or +inf weights while every loss was finite: fit raises, not predict later."""
+    X, y, qid = make_ranking(n_queries=4, n_features=3, random_state=0)
+    X = np.abs(X).astype(np.float32) + 1.0  # positive features: the weights' gradients keep the sign of ``value``
+    ranker = RankNetRanker(hidden_sizes=(), optimizer="sgd", lr=0.1, max_epochs=1, batch_size=4, device="cpu",
+                           random_state=0, loss=lambda scores, labels, mask=None, **options: _Gradient.apply(
+                               scores, KINDS[kind]))
+    with pytest.raises(NonFiniteLossError, match=r"^Training ended with non-finite weights \(NaN or inf\)"):
+        ranker.fit(X, y, groups=qid)

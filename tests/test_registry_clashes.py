@@ -116,3 +116,14 @@ def test_rankers_without_a_model_name_do_not_clash():
     finally:
         unregister_ranker("ToyClash")
     assert "ToyClash" not in RANKERS
+
+
+def test_every_export_is_named_with_its_module_and_loads():
+    from sklearn_ltr.rankers._registry import exported_names, load
+
+    names = exported_names()
+    assert names["MissingPositionsWarning"] == names["TwoTowerDebiasedRanker"] == "sklearn_ltr.rankers._two_tower"
+    for name, module in names.items():
+        assert load(name).__module__ == module
+    with pytest.raises(AttributeError, match=r"^Nope$"):
+        load("Nope")

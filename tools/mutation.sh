@@ -10,11 +10,12 @@
 # MUTMUT_CHILDREN (default 2) sets mutmut's --max-children.
 # The table is markdown (benchmarks/results/mutation.md keeps the scores of each round).
 #
-# When a run ends (or is stopped with Ctrl-C / SIGTERM), the modules it ran are recorded in
+# When a run ends (or is stopped with Ctrl-C / SIGTERM), the modules it covered are recorded in
 # benchmarks/results/mutation_runs.json (committed; mutmut's own records in mutants/ are not): for
-# each module whose mutants match the run's patterns and whose mutmut record (mutants/**/*.meta) was
-# written during the run, the command, its start and end (UTC), the commit at the start ("+changes" when
-# the work tree differed from it) and the load average at the start and the end. --results prints each module's last run beside its score.
+# each module with mutants matching the run's patterns, the command, its start and end (UTC), the commit
+# at the start ("+changes" when the work tree differed from it) and the load average at the start and
+# the end. --results prints each module's last run beside its score ("not run": the mutants it did not
+# reach).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One thread per test process: MUTMUT_CHILDREN processes share the cores, and a forked torch never
@@ -23,22 +24,21 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export SKLEARN_LTR_DATA="${SKLEARN_LTR_DATA:-$(cd .. && pwd)/shared/data}"
 RUNS=benchmarks/results/mutation_runs.json
 if [ "${1:-}" != "--results" ]; then
-    START=$(date -u +%Y-%m-%dT%H:%M:%SZ) START_EPOCH=$(date +%s) START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+    START=$(date -u +%Y-%m-%dT%H:%M:%SZ) START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
     COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +changes)"
     COMMAND="MUTMUT_CHILDREN=${MUTMUT_CHILDREN:-2} bash tools/mutation.sh"
     for pattern in "$@"; do COMMAND+=" \"$pattern\""; done
     record() {
-        START="$START" START_EPOCH="$START_EPOCH" START_LOAD="$START_LOAD" COMMAND="$COMMAND" COMMIT="$COMMIT" \
+        START="$START" START_LOAD="$START_LOAD" COMMAND="$COMMAND" COMMIT="$COMMIT" \
             python - "$RUNS" "$@" <<'PY'
-# Record the run for the modules it ran: their mutants match its patterns and their .meta was written.
+# Record the run for the modules it covered: those with mutants matching its patterns (--results' "not run"
+# column says how many of them the run did not reach).
 import datetime, fnmatch, glob, json, os, re, sys
 
 runs_path, patterns = sys.argv[1], sys.argv[2:] or ["*"]
 runs = json.load(open(runs_path)) if os.path.exists(runs_path) else {}
 end = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 for meta in glob.glob("mutants/**/*.meta", recursive=True):
-    if os.path.getmtime(meta) < float(os.environ["START_EPOCH"]):
-        continue
     with open(meta) as f:
         names = json.load(f)["exit_code_by_key"]
     modules = {re.split(r"\.x[_ǁ]", name)[0] for name in names
@@ -94,14 +94,15 @@ print("| module | killed | total | score | other | not run | last run (UTC) | co
 for module, c in sorted(counts.items()):
     checked = {k: v for k, v in c.items() if k != "not checked"}
     total = sum(checked.values())
-    if not total:
+    run = runs.get(module)
+    if not total and not run:
         continue
     killed = sum(c[k] for k in DETECTED)
     other = {k: v for k, v in checked.items() if k not in DETECTED}
-    run = runs.get(module)
     when = f"{run['start']} to {run['end'][11:]}, {run['commit']}" if run else "not recorded"
     command = f"`{run['command']}`" if run else ""
-    print(f"| {module} | {killed} | {total} | {killed / total:.1%} | {other or ''} | {c['not checked']} | {when} "
+    score = f"{killed / total:.1%}" if total else "-"  # a run that reached none of its mutants
+    print(f"| {module} | {killed} | {total} | {score} | {other or ''} | {c['not checked']} | {when} "
           f"| {command} |")
 print(f"\n{len(survivors)} survivors (mutmut show NAME shows each):")
 print("\n".join(survivors))
