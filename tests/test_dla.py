@@ -68,3 +68,15 @@ def test_dla_ranker_learns_relevance_and_a_falling_curve():
     assert ndcg_score(y[test], ranker.predict(X[test]), qid[test], k=5) > chance + 0.05
     curve = ranker.observation_curve_
     assert curve[0] == 1.0 and curve[1] < 0.8 and curve[4] < curve[1]
+
+
+def test_lists_are_each_their_own_softmax_and_weighted_in_the_mean():
+    r = torch.tensor([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0]])
+    o = torch.tensor([[0.0, -0.5, -1.0], [0.0, -1.0, -2.0]])
+    clicks = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    first = dual_learning_loss(r[:1], o[:1], clicks[:1], mask[:1])
+    second = dual_learning_loss(r[1:], o[1:], clicks[1:], mask[1:])
+    both = dual_learning_loss(r, o, clicks, mask, weights=torch.tensor([1.0, 3.0]))
+    assert both.item() == pytest.approx((first.item() + 3 * second.item()) / 4)
+    assert dual_learning_loss(r, o, clicks, mask).item() == pytest.approx((first.item() + second.item()) / 2)
