@@ -45,13 +45,13 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from debias_protocols import PROTOCOLS, click_log, downsample_negatives, load_mq2008_fold, shuffle_within_queries
-
-from sklearn_ltr import TwoTowerDebiasedRanker
 from sklearn_ltr._atomic import write_atomically
 from sklearn_ltr.clicks import estimate_propensity_em, estimate_propensity_harvesting
 from sklearn_ltr.datasets import make_ranking
+
+# debias_protocols (the study's logs) imports torch: loaded only when cells run, not for --report-only.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+PROTOCOLS = ("true-rank", "reference")
 
 DATASETS = {"mq2008": "MQ2008 Fold 1 (10 pages per query)", "mslr": "MSLR-shaped (1 page per query)"}
 #: Training queries of the MSLR-shaped set: the study's first 6,000, of which the first ``--mslr-queries[0]``.
@@ -64,6 +64,8 @@ KEEP = 0.1
 
 def load_train(args, dataset):
     """Training rows ``(X, y, qid)`` and ``y_max`` of the study's data set."""
+    from debias_protocols import load_mq2008_fold
+
     if dataset == "mq2008":
         return (*load_mq2008_fold(args.data_dir, 1)["train"], 2)
     n_train, n_val, n_test = args.mslr_queries
@@ -74,6 +76,10 @@ def load_train(args, dataset):
 
 def logs(X, y, qid, *, dataset, protocol, w, sessions, y_max, seed=0):
     """The study's full log of one cell and its down-sampling mask (same seed streams as the study)."""
+    from debias_protocols import PROTOCOLS as STUDY_PROTOCOLS
+    from debias_protocols import click_log, downsample_negatives, shuffle_within_queries
+
+    assert STUDY_PROTOCOLS == PROTOCOLS
     streams = np.random.SeedSequence([seed, 1, round(100 * w), 0 if dataset == "mq2008" else 1]).spawn(2)
     rng = np.random.default_rng(streams[PROTOCOLS.index(protocol)])
     order = shuffle_within_queries(qid, rng)
@@ -129,6 +135,8 @@ def run_cell(args, dataset, protocol, w, data):
     except ValueError as error:
         out["methods"][METHODS[2]] = {"refused": str(error).split(":")[0]}
     from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ltr import TwoTowerDebiasedRanker
 
     X_kept = StandardScaler().fit_transform(X[rows[kept]]).astype(np.float32)
     for combination, method in (("additive", METHODS[3]), ("multiplicative", METHODS[4])):
@@ -316,9 +324,10 @@ def main(argv=None):
     results["date"] = results.get("date") if args.report_only else datetime.now(timezone.utc).strftime("%Y-%m-%d")
     results["machine"] = (f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
                           f"LightGBM and torch on CPU with 1 thread")
-    import torch
+    if not args.report_only:
+        import torch
 
-    torch.set_num_threads(1)
+        torch.set_num_threads(1)
     command = "PYTHONPATH=. python benchmarks/bench_propensity.py" + ("" if argv is None else " " + " ".join(argv))
     if argv is None and len(sys.argv) > 1:
         command += " " + " ".join(sys.argv[1:])
