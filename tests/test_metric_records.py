@@ -91,11 +91,12 @@ def test_the_unknown_name_error_lists_the_metrics_the_caller_accepts():
     finally:
         unregister_metric("score_only")
         unregister_metric("after_it")
-    assert ("err[@k], swapped_pairs (no per-query values), score_only (or so; no per-query values), after_it "
-            "(sklearn_ltr.metrics.METRICS") in str(every.value)
+    assert ("err[@k], swapped_pairs (no per-query values), ips_dcg[@k] (needs propensity), ips_ndcg[@k] (needs "
+            "propensity), score_only (or so; no per-query values), after_it (sklearn_ltr.metrics.METRICS") in str(
+        every.value)
     assert str(per_query.value).endswith("the 'score_only' metric has none. A metric must be one of ndcg[@k], "
                                          "dcg[@k], map[@k] (or ap), precision@k (or p, prec), mrr[@k], err[@k], "
-                                         "after_it.")
+                                         "ips_dcg[@k] (needs propensity), ips_ndcg[@k] (needs propensity), after_it.")
 
 
 def test_a_per_query_only_score_is_the_float64_mean_of_float32_values():
