@@ -68,6 +68,7 @@ VARIANTS = {
     "early stopping + lr 3e-4": {"early_stopping": True, "lr": 3e-4},
     "early stopping + rows + batch 4 pages": {"early_stopping": True, "rows": True, "batch_size": 4},
     "early stopping, batches not bucketed by length": {"early_stopping": True, "unbucketed": True},
+    "early stopping, each impression its own list": {"early_stopping": True, "row_lists": True},
 }
 
 
@@ -104,7 +105,10 @@ def fit_variant(changes, train, val, seed):
         _, inverse, counts = np.unique(session, return_inverse=True, return_counts=True)
         weight = counts[inverse].astype(np.float64)
     model = RankNetRanker(loss="sigmoid_ce", random_state=seed, device="cpu", callbacks=callbacks, **params)
-    model.fit(scaler.transform(X).astype(np.float32), clicks, session, sample_weight=weight)
+    # A pointwise loss needs no lists: each impression its own list gives batches of 32 rows drawn across all
+    # pages, the reference trainer's batches.
+    groups = np.arange(len(clicks)) if changes.get("row_lists") else session
+    model.fit(scaler.transform(X).astype(np.float32), clicks, groups, sample_weight=weight)
     return model, scaler
 
 
