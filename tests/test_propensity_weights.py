@@ -65,3 +65,9 @@ def test_messages_whole():
     assert str(error.value) == "propensity must hold examination probabilities in (0, 1]; got 0."
     with pytest.raises(ValueError, match=r"^p_val has 1 values but X has 2 rows"):
         inverse_propensity_weights([0.5], n_samples=2, name="p_val")
+
+
+def test_a_pandas_series_is_read_as_its_values():
+    pd = pytest.importorskip("pandas")
+    series = pd.Series([1.0, 0.25, 0.01], index=[10, 11, 12])
+    assert inverse_propensity_weights(series).tolist() == [1.0, 4.0, 20.0]
