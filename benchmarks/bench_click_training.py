@@ -80,12 +80,22 @@ class _Args:
 
 
 def fit_variant(changes, train, val, seed):
-    if changes.get("unbucketed"):
-        # Batches of pages drawn at random, not grouped by length: on a down-sampled click log a page's length
-        # follows its clicks, so length-bucketed batches hold pages alike in their share of clicks.
-        from sklearn_ltr.training import _batches
+    if not changes.get("unbucketed"):
+        return _fit_variant(changes, train, val, seed)
+    # Batches of pages drawn at random, not grouped by length: on a down-sampled click log a page's length
+    # follows its clicks, so length-bucketed batches hold pages alike in their share of clicks. The default is
+    # restored after the fit: a worker process runs other variants after this one.
+    from sklearn_ltr.training import _batches
 
-        _batches.QueryBatches.__init__.__kwdefaults__["pool_batches"] = 1
+    defaults = _batches.QueryBatches.__init__.__kwdefaults__
+    pool_batches, defaults["pool_batches"] = defaults["pool_batches"], 1
+    try:
+        return _fit_variant(changes, train, val, seed)
+    finally:
+        defaults["pool_batches"] = pool_batches
+
+
+def _fit_variant(changes, train, val, seed):
     X, clicks, _, session = train
     X_val, clicks_val, session_val = val[:3]
     scaler = StandardScaler().fit(X)
