@@ -410,9 +410,14 @@ def _test_queries(y_test, qid_test):
 # ------------------------------------------------------------------------ summary
 
 
-def _per_query(study_result, protocol, w, method):
-    """Seed-averaged per-query values over every fold (n_queries,), and per-seed means (n_seeds,)."""
-    cells = [c for c in study_result["cells"] if c["w"] == w and method in c["results"][protocol]]
+def _per_query(study_result, protocol, w, method, *, seeds=None, folds=None):
+    """Seed-averaged per-query values over the folds (n_queries,), and per-seed means (n_seeds,).
+
+    ``seeds`` and ``folds`` (default: every one the study ran) restrict the cells, so that two studies
+    with different seeds pair query by query on the ones they share.
+    """
+    cells = [c for c in study_result["cells"] if c["w"] == w and method in c["results"][protocol]
+             and (seeds is None or c["seed"] in seeds) and (folds is None or c["fold"] in folds)]
     folds, seeds = sorted({c["fold"] for c in cells}), sorted({c["seed"] for c in cells})
     grid = {(c["fold"], c["seed"]): np.asarray(c["results"][protocol][method]["ndcg"]) for c in cells}
     assert len(grid) == len(folds) * len(seeds), f"missing cells for {protocol} w={w} {method}"
@@ -621,14 +626,6 @@ def _order_text(entry, methods):
     return " < ".join(sorted(means, key=means.get))
 
 
-def _seed_mean(study_result, protocol, w, method, seeds, folds):
-    """Per-query values over ``folds``, averaged over ``seeds`` only (so that two studies pair)."""
-    cells = {(c["fold"], c["seed"]): np.asarray(c["results"][protocol][method]["ndcg"])
-             for c in study_result["cells"]
-             if c["w"] == w and c["seed"] in seeds and c["fold"] in folds and method in c["results"][protocol]}
-    return np.concatenate([np.mean([cells[f, s] for s in seeds], axis=0) for f in folds])
-
-
 def recipe_sections(results, w_final=1.0):
     """The click-log recipe against the reference trainer, model selection without labels, estimated propensities."""
     from scipy.stats import kendalltau
@@ -649,7 +646,8 @@ def recipe_sections(results, w_final=1.0):
                 if study is None or not (set(seeds) <= set(study["seeds"]) and set(folds) <= set(study["folds"])):
                     continue
                 methods = [m for m in _methods(study) if m not in (ORACLE, LAMBDAMART, OURS)]
-                values[trainer] = {m: _seed_mean(study, protocol, w_final, m, seeds, folds) for m in methods}
+                values[trainer] = {m: _per_query(study, protocol, w_final, m, seeds=seeds, folds=folds)[0]
+                                   for m in methods}
             cells = [f"| {name} |"]
             for trainer in ("current", "first", "library", "recipe"):
                 by_method = values.get(trainer)
@@ -671,7 +669,7 @@ def recipe_sections(results, w_final=1.0):
             else:  # no reference study to pair with (e.g. a --quick run elsewhere)
                 cells += [" |", " |"]
             rows.append("".join(cells))
-            oracle = _seed_mean(recipe, protocol, w_final, ORACLE, seeds, folds)
+            oracle = _per_query(recipe, protocol, w_final, ORACLE, seeds=seeds, folds=folds)[0]
             rows[-1] += f" {oracle.mean():.3f} |"
             # Model selection on the validation log.
             taus = {key: [] for key in ("val_ips", "val_ips_true", "val_clicks")}
