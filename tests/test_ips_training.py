@@ -195,12 +195,18 @@ def test_early_stopping_reads_the_ips_estimate(click_log):
     assert inverse_propensity_weights(propensity).max() > 1
 
 
-def test_early_stopping_monitors_a_separate_validation_click_log():
-    X, y, qid = make_ranking(n_queries=90, n_features=5, random_state=1)
-    positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=1)
+def _separate_click_log(seed):
+    """A simulated click log split into 60 training and 30 validation queries, and the validation's monitor."""
+    X, y, qid = make_ranking(n_queries=90, n_features=5, random_state=seed)
+    positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=seed)
     propensity = observation_propensity(positions)
     train, val = qid < 60, qid >= 60
     valid = ValidationNDCG(k=5, X=X[val], y=clicks[val], groups=qid[val], propensity=propensity[val])
+    return X, clicks, qid, propensity, train, val, valid
+
+
+def test_early_stopping_monitors_a_separate_validation_click_log():
+    X, clicks, qid, propensity, train, val, valid = _separate_click_log(1)
     ranker = RankNetRanker(hidden_sizes=(8,), loss="sigmoid_ce", early_stopping=True, n_iter_no_change=2,
                            max_epochs=8, callbacks=[("clicks", valid)], random_state=0)
     ranker.fit(X[train], clicks[train], qid[train])
@@ -220,11 +226,7 @@ def test_early_stopping_monitors_a_separate_validation_click_log():
 def test_validation_estimate_is_the_metric_librarys_ips_dcg():
     from sklearn_ltr.metrics import ips_dcg_score
 
-    X, y, qid = make_ranking(n_queries=90, n_features=5, random_state=2)
-    positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=2)
-    propensity = observation_propensity(positions)
-    train, val = qid < 60, qid >= 60
-    valid = ValidationNDCG(k=5, X=X[val], y=clicks[val], groups=qid[val], propensity=propensity[val])
+    X, clicks, qid, propensity, train, val, valid = _separate_click_log(2)
     ranker = RankNetRanker(hidden_sizes=(8,), loss="sigmoid_ce", max_epochs=1, callbacks=[valid], random_state=0)
     ranker.fit(X[train], clicks[train], qid[train])
     expected = ips_dcg_score(clicks[val], ranker.predict(X[val]), qid[val], propensity[val], k=5)
