@@ -14,7 +14,15 @@ from sklearn_ltr.base import BaseRanker
 from sklearn_ltr.rankers import _lambdamart_dask as _dask  # imports dask only when given Dask input
 from sklearn_ltr.rankers._lambdamart_data import check_lambdarank, eval_fit_kwargs
 from sklearn_ltr.rankers._lambdamart_params import lgbm_eval_at, lgbm_kwargs
-from sklearn_ltr.rankers._lambdarank_inputs import as_spmatrix, checked_position_callback, row_weights, sort_rows
+from sklearn_ltr.rankers._lambdarank_inputs import (
+    as_spmatrix,
+    check_positions,
+    checked_position_callback,
+    eval_entries,
+    row_weights,
+    sort_rows,
+)
+from sklearn_ltr.rankers._validation_set import VALIDATION_REQUEST, ValidationData
 from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions, validate_estimator_params
 
 __all__ = ["LambdaMARTRanker"]
@@ -252,7 +260,9 @@ class LambdaMARTRanker(BaseRanker):
     _integer_labels = True
 
     # Per-query weights and display positions travel with the queries, like ``groups``.
-    __metadata_request__fit = {"groups": True, "sample_weight": True, "positions": True}  # noqa: RUF012
+    # So does a separate validation set (X_val, y_val, groups_val).
+    __metadata_request__fit = {"groups": True, "sample_weight": True, "positions": True,  # noqa: RUF012
+                               **VALIDATION_REQUEST}
 
     # LightGBM's own limits (docs' Parameters page), checked before LightGBM sees them.
     _parameter_constraints = {  # noqa: RUF012
@@ -333,7 +343,7 @@ class LambdaMARTRanker(BaseRanker):
         self.query_column = query_column
 
     def fit(self, X, y, groups=None, *, positions=None, sample_weight=None, eval_set=None, eval_names=None,
-            callbacks=None):
+            callbacks=None, X_val=None, y_val=None, groups_val=None):
         """Train the LambdaMART model.
 
         Parameters
@@ -362,6 +372,12 @@ class LambdaMARTRanker(BaseRanker):
             Names of the ``eval_set`` entries in ``evals_result_``.
         callbacks : list of callable, default=None
             LightGBM callbacks (``lightgbm.log_evaluation``, ...).
+        X_val, y_val, groups_val : array-like, default=None
+            A separate validation set, the interface every ranker shares: appended to
+            ``eval_set`` under the name ``"valid"`` (its curves are
+            ``evals_result_["valid"]``) and used by early stopping. Routed like ``groups``,
+            so that inside a ``Pipeline(..., transform_input=["X_val"])`` it goes through
+            the same steps as ``X``.
 
         Returns
         -------
@@ -371,6 +387,8 @@ class LambdaMARTRanker(BaseRanker):
         validate_estimator_params(self)
         if _dask.is_dask_collection(X):  # Dask array / DataFrame: train on the cluster
             self._check_dask_fit_args(positions, sample_weight)
+            if X_val is not None:
+                raise ValueError("X_val is not supported on Dask input yet; train with a fixed n_estimators.")
             return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
         import lightgbm
 
@@ -379,18 +397,36 @@ class LambdaMARTRanker(BaseRanker):
         X_in, y_in, groups_in = X, y, groups
         X, y, query_groups = self._validate_fit_data(X, y, groups)
         check_lambdarank(y, query_groups, "y", label_gain=self.label_gain, groups_none=groups is None)
-        X_sorted, y_sorted = sort_rows(query_groups, X, y)
+        # By query, each query's rows in canonical order (positions too): the model does not depend on row order.
+        per_row = () if positions is None else (check_positions(positions, X.shape[0]),)
+        X_sorted, y_sorted, *positions_sorted = sort_rows(query_groups, X, y, *per_row)
         fit_kwargs = {}
         if positions is not None:  # unbiased lambdarank: one learned bias per display position
-            callbacks = [*(callbacks or []), checked_position_callback(positions, query_groups, X.shape[0])]
+            callbacks = [*(callbacks or []), checked_position_callback(*positions_sorted)]
             kwargs["lambdarank_position_bias_regularization"] = float(self.lambdarank_position_bias_regularization)
         if sample_weight is not None:
             fit_kwargs["sample_weight"] = row_weights(sample_weight, query_groups, to_mean_one=positions is not None)
         training = ((X_in, y_in, groups_in), (X_sorted, y_sorted, query_groups.sizes))
+        eval_set, eval_names = self._with_validation_set(eval_set, eval_names, ValidationData(X_val, y_val, groups_val))
         fit_kwargs.update(eval_fit_kwargs(self, eval_set, eval_names, training))
         model = lightgbm.LGBMRanker(**kwargs)
         model.fit(X_sorted, y_sorted, group=query_groups.sizes, eval_at=eval_at, callbacks=callbacks, **fit_kwargs)
         return self._set_fitted(model)
+
+    def _with_validation_set(self, eval_set, eval_names, validation):
+        """``(eval_set, eval_names)`` with ``fit``'s ``X_val`` appended as ``"valid"`` (unchanged without it)."""
+        if validation.X is None:
+            validation.check_absent()
+            return eval_set, eval_names
+        if self.query_column is None:  # with a query column, the eval_set path reads the ids from X_val
+            X_val, y_val, groups_val, _ = validation.checked(self)
+        else:
+            X_val, y_val, groups_val = validation.X, validation.y, validation.groups
+        entries = [] if eval_set is None else list(eval_entries(eval_set))
+        names = list(eval_names) if eval_names is not None else [f"valid_{i}" for i in range(len(entries))]
+        if "valid" in names:
+            raise ValueError("eval_names already holds 'valid', the name of fit's X_val: rename that eval_set entry.")
+        return [*entries, (X_val, y_val, groups_val)], [*names, "valid"]
 
     def _check_dask_fit_args(self, positions, sample_weight):
         """Refuse the ``fit`` inputs that the Dask path (``lightgbm.dask``) cannot take."""

@@ -25,6 +25,7 @@ from sklearn_ltr.clicks import inverse_propensity_weights
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss, pairwise_tensors
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
+from sklearn_ltr.rankers._validation_set import VALIDATION_REQUEST, ValidationData, check_validation_features_of
 from sklearn_ltr.training import ValidationNDCG, _memory
 from sklearn_ltr.training._checkpoint import training_checkpoint
 from sklearn_ltr.training._device import is_cuda, resolve_device
@@ -63,7 +64,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
 
     # Per-query weights travel with the queries, like ``groups``; subclasses whose ``fit`` takes
     # ``propensity`` request it too.
-    __metadata_request__fit = {"groups": True, "sample_weight": True}  # noqa: RUF012
+    __metadata_request__fit = {"groups": True, "sample_weight": True, **VALIDATION_REQUEST}  # noqa: RUF012
 
     #: The net that trains the module, and its data-parallel twin (None: DataParallelRankingNet).
     _net_class = RankingNet
@@ -106,9 +107,12 @@ class NeuralRanker(NeuralParameters, BaseRanker):
     def _list_context(self):
         return self.__sklearn_tags__().ranker_tags.list_context
 
-    def _callbacks(self):
+    def _callbacks(self, validation=None):
+        """``(callbacks, validation fraction)`` of the net; ``validation`` is the callback of ``fit``'s ``X_val``."""
         # Copies, so that a fit never mutates the user's callback objects (clone stays clean).
         extra = copy.deepcopy(list(self.callbacks or []))
+        if validation is not None:  # first: early stopping monitors the set given to fit
+            extra.insert(0, ("valid_ndcg", validation))
         # A ValidationNDCG of a separate set among them is what early stopping monitors (e.g. a
         # validation click log: held-out pages of the training queries tell little of overfitting).
         def is_separate(entry):
@@ -148,10 +152,10 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             return int(state), int(np.random.RandomState(state).randint(2**31))
         return int(state.randint(2**31)), int(state.randint(2**31))
 
-    def _build_net(self, n_features):
+    def _build_net(self, n_features, validation=None):
         module, module_kwargs = self._module_spec(n_features)
         criterion, criterion_kwargs = self._criterion_spec()
-        callbacks, fraction = self._callbacks()
+        callbacks, fraction = self._callbacks(validation)
         seed, split_seed = self._seeds()
         net_class = net_class_for(self.distributed, owner=type(self).__name__, plain=self._net_class,
                                   data_parallel=self._data_parallel_net_class)
@@ -207,7 +211,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         loss = getattr(self, "loss", None)
         return loss if isinstance(loss, str) else getattr(loss, "__name__", "the loss")
 
-    def fit(self, X, y, groups=None, sample_weight=None, propensity=None):
+    def fit(self, X, y, groups=None, sample_weight=None, propensity=None, X_val=None, y_val=None, groups_val=None,
+            propensity_val=None):
         """Train the network on the queries of ``X``.
 
         Parameters
@@ -232,25 +237,44 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             value of early stopping becomes the IPS estimate of DCG@10 on the held-out clicks
             (:class:`~sklearn_ltr.training.ValidationNDCG`). Routed
             like ``groups``.
+        X_val, y_val, groups_val : array-like, default=None
+            A separate validation set (e.g. LETOR's ``vali`` file, or a validation click log of
+            other queries): its features, labels (or clicks) and query ids. Its NDCG@10 is
+            recorded each epoch as ``history_[:, "valid_ndcg@10"]`` and, with
+            ``early_stopping=True``, monitored by early stopping instead of a held-out share of
+            the training queries (``validation_fraction`` must then be None). Routed like
+            ``groups``; inside a ``Pipeline``, construct it with
+            ``transform_input=["X_val"]`` so that the validation features go through the same
+            steps as ``X``. Features of another width or with NaN are refused.
+        propensity_val : array-like of shape (n_val_samples,), default=None
+            With a validation *click log* as ``y_val``: each of its rows' examination
+            propensity; the recorded value is then the IPS estimate of DCG@10
+            (:class:`~sklearn_ltr.training.ValidationNDCG`). Routed like ``groups``.
 
         Returns
         -------
         self : object
             The fitted ranker.
         """
-        return self._fit(X, y, groups, sample_weight=sample_weight, propensity=propensity)
+        validation = ValidationData(X_val, y_val, groups_val, propensity_val)
+        return self._fit(X, y, groups, sample_weight=sample_weight, propensity=propensity, validation=validation)
 
-    def _fit(self, X, y, groups, sample_weight=None, propensity=None, **extras):
-        """Fit with optional extra per-row inputs of the module (e.g. click positions)."""
+    def _fit(self, X, y, groups, sample_weight=None, propensity=None, validation=None, **extras):
+        """Fit with optional extra per-row inputs of the module (e.g. click positions).
+
+        ``validation`` is the :class:`~sklearn_ltr.rankers._validation_set.ValidationData` of ``fit``'s ``X_val``.
+        """
         validate_estimator_params(self)
         X, y, query_groups = self._validate_fit_data(X, y, groups, stacklevel=4)
+        validation = self._validation_callback(validation)
+        self._check_separate_validation()
         y, extras = self._prepare_training(X, y, query_groups, extras)
         if propensity is not None:
             extras[CLICK_WEIGHTS] = self._click_weights(y, propensity, X.shape[0])
         query_weights = None if sample_weight is None else check_query_weights(sample_weight, query_groups)
         if query_weights is not None:
             self._check_loss_takes_weights()
-        net = self._build_net(X.shape[1])
+        net = self._build_net(X.shape[1], validation)
         self.batch_size_ = self._check_training_memory(query_groups.sizes, X.shape[1], net.device)
         net.set_params(batch_size=self.batch_size_)
         net.fit(build_dataset(query_groups, X, y, query_weights=query_weights, **extras))
@@ -272,6 +296,33 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         if not self.keep_training_state:
             self.net_ = net.without_training_state()
         return self
+
+    def _validation_callback(self, validation):
+        """The :class:`~sklearn_ltr.training.ValidationNDCG` of ``fit``'s validation set, checked; None without one."""
+        if validation is None or validation.X is None:
+            if validation is not None:
+                validation.check_absent()
+            return None
+        if self.validation_fraction is not None:
+            raise ValueError(
+                f"{type(self).__name__}.fit got a separate validation set (X_val=...) and validation_fraction="
+                f"{self.validation_fraction!r}: early stopping monitors one of them. Set validation_fraction=None to "
+                f"validate on X_val, or fit without X_val."
+            )
+        X_val, y_val, groups_val, propensity_val = validation.checked(self, clicks=validation.propensity is not None)
+        return ValidationNDCG(k=10, X=X_val, y=y_val, groups=groups_val, propensity=propensity_val,
+                              extras=self._validation_extras(validation) or None)
+
+    def _validation_extras(self, validation):
+        """Further per-row module inputs of the validation set (e.g. SetRank's initial ranks)."""
+        return {}
+
+    def _check_separate_validation(self):
+        """Refuse a ``ValidationNDCG`` of a separate set in ``callbacks`` whose features the network cannot take."""
+        for entry in self.callbacks or []:
+            callback = entry[1] if isinstance(entry, tuple) else entry
+            if isinstance(callback, ValidationNDCG) and callback.X is not None:
+                check_validation_features_of(self, callback.X, name=f"the features X of {type(callback).__name__}")
 
     def _click_weights(self, y, propensity, n_samples):
         """Per-row inverse-propensity weights (float32) of ``fit(..., propensity=...)``, after checking its use."""

@@ -112,7 +112,7 @@ class RankNetRanker(NeuralRanker):
     """
 
     # Clicks with their examination propensities (inverse propensity weighting) travel like ``groups``.
-    __metadata_request__fit = {"propensity": True}  # noqa: RUF012
+    __metadata_request__fit = {"propensity": True, "propensity_val": True}  # noqa: RUF012
 
     def __init__(
         self,

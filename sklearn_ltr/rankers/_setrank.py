@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn_ltr.nn._setrank import BLOCKS, SetRankNet
 from sklearn_ltr.rankers._neural import NeuralRanker
 from sklearn_ltr.rankers._neural_params import LOSS_CONSTRAINTS, TRAINING_CONSTRAINTS
+from sklearn_ltr.rankers._validation_set import ValidationData
 from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions, _num_samples
 
 __all__ = ["SetRankRanker"]
@@ -165,7 +166,8 @@ class SetRankRanker(NeuralRanker):
     True
     """
 
-    __metadata_request__fit = {"groups": True, "initial_rank": True, "propensity": True}  # noqa: RUF012
+    __metadata_request__fit = {"groups": True, "initial_rank": True, "propensity": True,  # noqa: RUF012
+                               "propensity_val": True, "initial_rank_val": True}
     __metadata_request__predict = {"groups": True, "initial_rank": True}  # noqa: RUF012
     __metadata_request__score = {"groups": True, "initial_rank": True}  # noqa: RUF012
 
@@ -275,7 +277,8 @@ class SetRankRanker(NeuralRanker):
             "input_norm": True,
         }
 
-    def fit(self, X, y, groups=None, initial_rank=None, sample_weight=None, propensity=None):
+    def fit(self, X, y, groups=None, initial_rank=None, sample_weight=None, propensity=None, X_val=None, y_val=None,
+            groups_val=None, propensity_val=None, initial_rank_val=None):
         """Train on the queries of ``X``, optionally with an initial ranking.
 
         Parameters
@@ -296,6 +299,13 @@ class SetRankRanker(NeuralRanker):
             With clicks as ``y``: each row's examination propensity, for inverse propensity
             weighting (see :meth:`RankNetRanker.fit <sklearn_ltr.RankNetRanker.fit>`; needs a
             loss that takes click weights, e.g. ``loss="softmax"``). Routed like ``groups``.
+        X_val, y_val, groups_val, propensity_val : array-like, default=None
+            A separate validation set, monitored by early stopping (see
+            :meth:`RankNetRanker.fit <sklearn_ltr.RankNetRanker.fit>`). Routed like ``groups``;
+            inside a ``Pipeline``, use ``transform_input=["X_val"]``.
+        initial_rank_val : array-like of shape (n_val_samples,), default=None
+            The initial ranks of the validation rows: required with ``X_val`` if and only if
+            ``initial_rank`` is given. Routed like ``groups``.
 
         Returns
         -------
@@ -305,7 +315,20 @@ class SetRankRanker(NeuralRanker):
         ranks = _check_initial_rank(initial_rank, _num_samples(X))
         self.uses_initial_rank_ = ranks is not None
         extras = {} if ranks is None else {"initial_rank": ranks}
-        return self._fit(X, y, groups, sample_weight=sample_weight, propensity=propensity, **extras)
+        validation = ValidationData(X_val, y_val, groups_val, propensity_val,
+                                    extras={"initial_rank": initial_rank_val})
+        return self._fit(X, y, groups, sample_weight=sample_weight, propensity=propensity, validation=validation,
+                         **extras)
+
+    def _validation_extras(self, validation):
+        ranks = validation.extras["initial_rank"]
+        if self.uses_initial_rank_ != (ranks is not None):
+            raise ValueError(
+                "SetRankRanker.fit: pass initial_rank_val with X_val if and only if initial_rank is given (the "
+                "validation rows are scored with the ordinal embedding of their initial ranks)."
+            )
+        ranks = _check_initial_rank(ranks, _num_samples(validation.X))
+        return {} if ranks is None else {"initial_rank": ranks}
 
     def predict(self, X, groups=None, initial_rank=None):
         """Score every row; one score per row of ``X``, in input order.

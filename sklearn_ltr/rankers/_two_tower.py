@@ -17,6 +17,7 @@ from sklearn_ltr.nn._two_tower import TwoTowerScorer
 from sklearn_ltr.nn._two_tower_loss import COMBINATIONS, REVERSAL_TARGETS, TwoTowerClickLoss
 from sklearn_ltr.rankers._neural import NeuralRanker
 from sklearn_ltr.rankers._neural_params import TRAINING_CONSTRAINTS, positive_int_tuple
+from sklearn_ltr.rankers._validation_set import ValidationData
 from sklearn_ltr.training._distributed import DataParallelMixin
 from sklearn_ltr.training._net import RankingNet
 from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions
@@ -260,7 +261,7 @@ class TwoTowerDebiasedRanker(NeuralRanker):
     True
     """
 
-    __metadata_request__fit = {"groups": True, "positions": True}  # noqa: RUF012
+    __metadata_request__fit = {"groups": True, "positions": True, "propensity_val": True}  # noqa: RUF012
 
     def __init__(
         self,
@@ -368,7 +369,8 @@ class TwoTowerDebiasedRanker(NeuralRanker):
             return {}
         return {"optimizer__param_groups": [("observation.*", {"lr": self.observation_lr})]}
 
-    def fit(self, X, y, groups=None, positions=None, sample_weight=None):
+    def fit(self, X, y, groups=None, positions=None, sample_weight=None, X_val=None, y_val=None, groups_val=None,
+            propensity_val=None):
         """Train both towers on clicks.
 
         Parameters
@@ -387,13 +389,23 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         sample_weight : array-like of shape (n_samples,), default=None
             Weight of each row's query (or session), the same for every row of it.
             Routed like ``groups``.
+        X_val, y_val, groups_val : array-like, default=None
+            A separate validation set of other queries: features, labels or clicks, query ids.
+            The relevance tower's NDCG@10 on it (the IPS estimate of DCG@10 with
+            ``propensity_val``) is recorded each epoch and, with ``early_stopping=True``,
+            monitored by early stopping; positions are not needed, since ranking uses the
+            relevance tower alone. Routed like ``groups``; inside a ``Pipeline``, use
+            ``transform_input=["X_val"]``.
+        propensity_val : array-like of shape (n_val_samples,), default=None
+            With a validation click log as ``y_val``: each row's examination propensity.
 
         Returns
         -------
         self : object
             The fitted ranker.
         """
-        return self._fit(X, y, groups, sample_weight=sample_weight, positions=positions)
+        validation = ValidationData(X_val, y_val, groups_val, propensity_val)
+        return self._fit(X, y, groups, sample_weight=sample_weight, positions=positions, validation=validation)
 
     def _prepare_training(self, X, y, query_groups, extras):
         clicks = _check_clicks(y)

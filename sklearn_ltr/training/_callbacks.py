@@ -8,7 +8,29 @@ from skorch.callbacks import Callback
 
 from sklearn_ltr.training._batches import CLICK_WEIGHTS
 
-__all__ = ["ValidationNDCG"]
+__all__ = ["ValidationNDCG", "check_validation_features"]
+
+
+def check_validation_features(X, *, name):
+    """``X`` as a float32 array, or a ValueError naming ``name`` when it holds NaN or infinity.
+
+    A validation set with NaN would give a NaN value every epoch, and early stopping
+    would stop on nothing: refused with the fix instead.
+    """
+    features = np.asarray(X, dtype=np.float32)
+    if features.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array of features, got an array of shape {features.shape}.")
+    bad = ~np.isfinite(features)
+    if bad.any():
+        n_nan = int(np.isnan(features).sum())
+        rows, columns = np.nonzero(bad)
+        raise ValueError(
+            f"{name} holds {int(bad.sum())} non-finite value(s) ({n_nan} NaN), the first in row {int(rows[0])}, "
+            f"feature {int(columns[0])}: the validation value of every epoch would be NaN. Transform the validation "
+            f"features as the training features: inside a Pipeline with an imputer, pass them as fit parameters "
+            f"X_val=, y_val=, groups_val= with Pipeline(..., transform_input=['X_val'])."
+        )
+    return features
 
 
 class ValidationNDCG(Callback):
@@ -52,6 +74,18 @@ class ValidationNDCG(Callback):
         :math:`1 / \max(p_i, 0.05)`), as for held-out click weights.
     name : str, default=None
         History key; ``"valid_ndcg@{k}"`` by default.
+    extras : dict of str to ndarray, default=None
+        Further per-row inputs of the module for the separate set (e.g. SetRank's
+        ``{"initial_rank": ranks}``), one value per row of ``X``.
+
+    Raises
+    ------
+    ValueError
+        When training starts, for a separate set whose features hold NaN or infinity, or
+        whose width is not the training features' (a validation set given to the ranker
+        outside its ``Pipeline``: pass it as ``fit(..., X_val=, y_val=, groups_val=)`` with
+        ``Pipeline(..., transform_input=["X_val"])`` so that it goes through the same steps).
+        A NaN history would let early stopping stop on nothing.
 
     Examples
     --------
@@ -74,13 +108,14 @@ class ValidationNDCG(Callback):
     True
     """
 
-    def __init__(self, k=10, *, X=None, y=None, groups=None, propensity=None, name=None):
+    def __init__(self, k=10, *, X=None, y=None, groups=None, propensity=None, name=None, extras=None):
         self.k = k
         self.X = X
         self.y = y
         self.groups = groups
         self.propensity = propensity
         self.name_ = name
+        self.extras = extras
 
     @property
     def name(self):
@@ -92,9 +127,27 @@ class ValidationNDCG(Callback):
             from sklearn_ltr._groups import QueryGroups
             from sklearn_ltr.training._batches import QueryDataset
 
-            self.query_groups_ = QueryGroups(np.asarray(self.groups))
-            self.dataset_ = QueryDataset.from_arrays(self.query_groups_, np.asarray(self.X, dtype=np.float32))
+            if self.y is None or self.groups is None:
+                raise ValueError(f"{type(self).__name__}(X=...) needs the labels y=... and the query ids groups=... "
+                                 f"of its separate validation set too.")
+            features = check_validation_features(self.X, name=f"{type(self).__name__} X")
+            self.query_groups_ = QueryGroups(np.asarray(self.groups), features.shape[0])
+            extras = {name: np.asarray(values) for name, values in (self.extras or {}).items()}
+            self.dataset_ = QueryDataset.from_arrays(self.query_groups_, features, **extras)
         return self
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        rows = getattr(X, "rows", None)
+        if self.dataset_ is None or not isinstance(rows, dict) or "X" not in rows:
+            return
+        trained, given = rows["X"].shape[1], self.dataset_.rows["X"].shape[1]
+        if trained != given:
+            raise ValueError(
+                f"{type(self).__name__}: the separate validation set has {given} features but the network trains on "
+                f"{trained}. Validation features must go through the same preprocessing as the training features: "
+                f"inside a Pipeline, pass them as fit parameters X_val=, y_val=, groups_val= and construct "
+                f"Pipeline(..., transform_input=['X_val']) (with sklearn.set_config(enable_metadata_routing=True))."
+            )
 
     def on_train_end(self, net, **kwargs):
         # The float32 copy of a separate validation set is needed during training only.
