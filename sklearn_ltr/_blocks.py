@@ -10,7 +10,10 @@ Two cuts and one order, NumPy only (no torch):
   own), and optionally at most ``max_queries`` lists;
 - :func:`canonical_order`: the order in which a list-context model sees each list's rows,
   a function of the rows' bytes alone, so that predict is exactly invariant to the input
-  row order.
+  row order;
+- :func:`canonical_query_order`: the order in which training sees the rows (every ranker's
+  ``fit``): by query, each query's rows in their canonical order, so that a model does not
+  depend on the order of the rows within a query.
 
 :func:`check_finite_scores` is the one error for a model that scored NaN or infinity.
 """
@@ -21,7 +24,10 @@ import itertools
 
 import numpy as np
 
-__all__ = ["canonical_order", "check_finite_scores", "padded_batches", "query_block_bounds", "query_blocks"]
+__all__ = [
+    "canonical_order", "canonical_query_order", "check_finite_scores", "padded_batches", "query_block_bounds",
+    "query_blocks", "sparse_row_keys",
+]
 
 #: Passes that sort tied rows by one more 8-byte word before the rest of their bytes are compared at once.
 _WORD_PASSES = 4
@@ -222,6 +228,135 @@ def canonical_order(rows, sizes, *tie_breakers):
         order[positions] = index[by[np.argsort(whole.view(np.dtype((np.void, whole.shape[1]))).ravel(),
                                                kind="stable")]]
     return order
+
+
+#: Dense bytes of one block of sparse rows compared at a time, and of one query beyond which
+#: sparse rows are compared by a hash of their entries instead.
+_SPARSE_BLOCK_BYTES, _SPARSE_QUERY_BYTES = 1 << 26, 1 << 28
+
+
+def canonical_query_order(query_groups, X, *tie_breakers, documents=1 << 16):
+    """Rows sorted by query, each query's rows in their canonical order: the order training sees them in.
+
+    Queries come in the order of their sorted ids (as :attr:`QueryGroups.order`); inside a
+    query the rows are ordered by :func:`canonical_order`: by their bytes, then by the bytes of
+    each tie breaker (labels, display positions, ...), identical rows in input order (they are
+    interchangeable). The result is a function of each query's *set* of rows: shuffling the rows
+    within a query, or interleaving the queries differently, gives the same rows in the same
+    order, so a model trained on them is the same model, bit for bit. NaN compares by its bytes
+    like any value. Sparse rows compare by the bytes of their dense form, so that sparse and
+    dense input of the same values give the same order (blocks are made dense one at a time,
+    of at most about 64 MB); where one query's rows would take more than 256 MB dense, sparse
+    rows compare by :func:`sparse_row_keys` instead (a 64-bit hash of their entries: two
+    different rows of one query with the same hash and tie breakers would keep their input
+    order, a chance of about 2**-64 per pair).
+
+    Cost: one sort of a 64-bit key per row, and more bytes compared only for rows that tie on
+    it, in blocks of whole queries of about ``documents`` rows, so that at most one block of
+    rows is copied at a time (none when the block's rows are already contiguous in ``X``).
+
+    Parameters
+    ----------
+    query_groups : QueryGroups
+        The rows' queries.
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+        The features, in input row order.
+    *tie_breakers : ndarray of shape (n_samples, ...)
+        Further per-row values in input row order, compared after the features.
+    documents : int, default=65536
+        Rows per block.
+
+    Returns
+    -------
+    order : ndarray of int
+        ``X[order]`` holds the rows by query, each query's in canonical order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ltr._groups import QueryGroups
+    >>> X = np.array([[2.0], [1.0], [3.0], [1.0]], dtype=np.float32)
+    >>> y = np.array([0.0, 0.0, 1.0, 2.0])
+    >>> canonical_query_order(QueryGroups([7, 5, 7, 5]), X, y).tolist()  # query 5: rows 1 and 3, by label
+    [1, 3, 0, 2]
+    """
+    import scipy.sparse as sp
+
+    sparse = sp.issparse(X)
+    if sparse:
+        X = sp.csr_matrix(X)
+        row_bytes = max(1, X.shape[1] * X.dtype.itemsize)
+        if query_groups.max_size * row_bytes > _SPARSE_QUERY_BYTES:
+            X, sparse = sparse_row_keys(X), False
+        else:
+            documents = max(1, min(documents, _SPARSE_BLOCK_BYTES // row_bytes))
+    order = query_groups.order
+    canonical = np.empty_like(order)
+    offsets = query_groups.offsets
+    bounds = query_block_bounds(query_groups, documents)
+    for lo, hi in itertools.pairwise(bounds):
+        rows = order[offsets[lo]:offsets[hi]]
+        first, last = int(rows[0]), int(rows[-1])
+        contiguous = last - first + 1 == len(rows) and (len(rows) < 2 or bool((np.diff(rows) == 1).all()))
+        if sparse:
+            block = (X[first:last + 1] if contiguous else X[rows]).toarray()
+        elif contiguous:
+            block = X[first:last + 1]  # the block's rows lie in order: a view, no copy
+        else:
+            block = np.take(X, rows, axis=0)
+        within = canonical_order(block, query_groups.sizes[lo:hi], *(np.take(np.asarray(values), rows, axis=0)
+                                                                     for values in tie_breakers))
+        canonical[offsets[lo]:offsets[hi]] = rows[within]
+    return canonical
+
+
+#: Odd 64-bit constants of the row hash (SplitMix64's).
+_GOLDEN, _MIX1, _MIX2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(values):
+    """SplitMix64's finaliser of uint64 ``values`` (wrapping arithmetic): a good 64-bit hash."""
+    values = (values ^ (values >> np.uint64(30))) * _MIX1
+    values = (values ^ (values >> np.uint64(27))) * _MIX2
+    return values ^ (values >> np.uint64(31))
+
+
+def sparse_row_keys(X):
+    """One 64-bit key per row of a sparse matrix, a function of the row's non-zero entries alone.
+
+    The key sums a hash of each entry's (column, value bits) pair, so it does not depend on the
+    order of the entries in storage; stored zeros count as absent. Two equal rows get equal keys;
+    two different rows equal keys with a chance of about 2**-64. Vectorised: one pass over the
+    stored entries.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_samples, n_features)
+
+    Returns
+    -------
+    keys : ndarray of uint64, shape (n_samples,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.array([[0.0, 1.0], [0.0, 1.0], [1.0, 0.0]]))
+    >>> keys = sparse_row_keys(X)
+    >>> bool(keys[0] == keys[1]), bool(keys[0] == keys[2])
+    (True, False)
+    """
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(X)
+    data = np.ascontiguousarray(X.data)
+    bits = data.view(np.uint32 if data.dtype.itemsize == 4 else np.uint64).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        columns = X.indices.astype(np.uint64) * _GOLDEN
+        entries = _mix64(_mix64(bits + _GOLDEN) ^ columns)
+        entries[data == 0] = 0  # stored zeros count as absent (-0.0 too)
+        totals = np.concatenate(([np.uint64(0)], np.cumsum(entries, dtype=np.uint64)))
+        return totals[X.indptr[1:]] - totals[X.indptr[:-1]]
 
 
 def _compact(run):

@@ -25,6 +25,7 @@ import sklearn
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sklearn_ltr._feature_profile import FeatureProfile, check_feature_drift, check_query_id_columns
 from sklearn_ltr._groups import QueryGroups, check_groups
 from sklearn_ltr._validation import check_features, check_finite_labels, check_relevance, check_same_length
 from sklearn_ltr.utils._tags import Tags
@@ -256,8 +257,12 @@ class BaseRanker(RankerMixin, BaseEstimator):
     """Base class for rankers: input validation shared by every ranker.
 
     Provides ``_validate_fit_data`` (``X``, labels and ``groups`` in one call,
-    setting ``n_features_in_`` and ``feature_names_in_``) and
+    setting ``n_features_in_``, ``feature_names_in_`` and ``feature_profile_``) and
     ``_validate_predict_data`` (``X`` checked against the fitted features).
+    ``fit`` warns (:class:`~sklearn_ltr.exceptions.QueryIdFeatureWarning`) when a feature
+    column holds the query ids; ``predict`` warns
+    (:class:`~sklearn_ltr.exceptions.FeatureDriftWarning`) when its rows break what ``fit``
+    saw of a feature (``feature_profile_``: missing values, range).
     Tags say whether sparse ``X`` and NaN features are accepted; subclasses set
     ``_accept_sparse`` and ``_allow_nan`` to match, and ``_float32_features`` when
     the model computes in float32 (float64 features beyond float32's range are then
@@ -318,7 +323,11 @@ class BaseRanker(RankerMixin, BaseEstimator):
         return resolve_query_column(X, groups, self._query_column(), owner=type(self).__name__, method=method)
 
     def _validate_fit_data(self, X, y, groups, *, method="fit", stacklevel=3):
-        """Validate training data; set ``n_features_in_`` and ``feature_names_in_``.
+        """Validate training data; set ``n_features_in_``, ``feature_names_in_`` and ``feature_profile_``.
+
+        Warns (:class:`~sklearn_ltr.exceptions.QueryIdFeatureWarning`) for a feature column
+        that holds the query ids; records what the rows hold of each feature
+        (:class:`~sklearn_ltr._feature_profile.FeatureProfile`), which ``predict`` checks.
 
         With a ``query_column``, the ids come from that column of ``X``, which is
         dropped: ``n_features_in_`` and ``feature_names_in_`` describe the features
@@ -341,6 +350,8 @@ class BaseRanker(RankerMixin, BaseEstimator):
         self._check_features(X)
         y = check_relevance(y, name="y", integer=self._integer_labels)
         query_groups = resolve_groups(groups, X.shape[0], method=method, stacklevel=stacklevel)
+        check_query_id_columns(self, X, query_groups, groups)
+        self.feature_profile_ = FeatureProfile.of(X)
         return X, y, query_groups
 
     def _validate_X(self, X, name="X"):
@@ -356,6 +367,7 @@ class BaseRanker(RankerMixin, BaseEstimator):
         check_is_fitted(self)
         X, groups = self._split_query_column(X, groups, method="predict")
         X = self._validate_X(X)
+        check_feature_drift(self, X)
         if groups is not None:
             groups = check_groups(groups, X.shape[0])
         return (X, groups) if return_groups else X

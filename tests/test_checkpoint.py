@@ -21,7 +21,7 @@ from sklearn_ltr.training._checkpoint import CHECKPOINT_FILE
 _DASALC = {"hidden_size": 8, "n_layers": 1, "n_attention_layers": 1, "n_heads": 2, "head_size": 4, "dropout": 0.2,
            "attention_dropout": 0.1, "noise_std": 0.1, "batch_size": 4, "lr": 0.1, "max_epochs": 7,
            "early_stopping": True, "validation_fraction": 0.3, "n_iter_no_change": 3, "device": "cpu",
-           "random_state": 0}
+           "random_state": 1}  # a seed whose fit stops early (epoch 6 of 7, best epoch 3)
 _RANKNET = {"hidden_sizes": (8,), "batch_size": 4, "lr": 0.01, "max_epochs": 5, "max_list_length": 20,
             "device": "cpu", "random_state": 0}
 
@@ -102,6 +102,8 @@ def test_a_crashed_fit_resumes_to_the_uninterrupted_model(tmp_path, case):
     assert (tmp_path / CHECKPOINT_FILE).exists()
     resumed = _fit(cls, params, checkpoint_dir=tmp_path)
     _assert_same_fit(resumed, reference)
+    # It says so: the checkpoint held the epochs before the one that crashed; a fresh fit says None.
+    assert (resumed.resumed_from_epoch_, reference.resumed_from_epoch_) == (epoch - 1, None)
     if cls is DASALCRanker:  # the state restored includes early stopping's: it stopped at the same epoch
         assert resumed.n_iter_ < params["max_epochs"], "early stopping never triggered: weak test"
         assert resumed.best_iteration_ < epoch, "the best weights were not those of an epoch before the crash"
@@ -123,6 +125,7 @@ def test_a_finished_fit_is_restored_without_training(tmp_path):
     again = _fit(DASALCRanker, params, checkpoint_dir=tmp_path)
     assert _CountEpochs.epochs == 0
     _assert_same_fit(again, first)
+    assert (first.resumed_from_epoch_, again.resumed_from_epoch_) == (None, first.n_iter_)
 
 
 def _refused(tmp_path, match, **changes):

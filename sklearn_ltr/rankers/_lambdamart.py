@@ -43,10 +43,15 @@ class LambdaMARTRanker(BaseRanker):
     would cause (:math:`\sigma` is LightGBM's ``sigmoid`` parameter, 1 by default); each
     tree fits the :math:`\lambda_i` by Newton steps.
 
-    Rows may come in any order: ``fit`` stable-sorts them by ``groups``, hands the
-    run lengths to LightGBM as ``group`` and trains exactly the model a
-    hand-sorted ``lightgbm.LGBMRanker`` would. ``predict`` scores each row on
-    its own and returns the scores in input row order.
+    Rows may come in any order: ``fit`` sorts them by ``groups``, each query's rows in
+    their canonical order (by the bytes of their features, then their label and display
+    position: ``sklearn_ltr._blocks.canonical_query_order``), hands the run lengths to
+    LightGBM as ``group`` and trains exactly the model a ``lightgbm.LGBMRanker`` given the
+    rows in that order would. LightGBM's lambdarank depends on the order of a query's rows;
+    the canonical order makes the model the same, bit for bit, whatever the order of the
+    rows given to ``fit`` (``eval_set`` entries are sorted the same way, so ``evals_result_``
+    does not depend on it either). ``predict`` scores each row on its own and returns the
+    scores in input row order.
 
     From clicks, ``fit(X, clicks, groups=session, positions=pos)`` trains LightGBM's
     unbiased lambdarank (LightGBM 4.1+, after Unbiased LambdaMART, Hu et al., 2019): it

@@ -35,6 +35,14 @@ import warnings
 
 import numpy as np
 
+from sklearn_ltr._blocks import canonical_query_order
+from sklearn_ltr._feature_profile import (
+    MIN_QUERIES_RELABELLED,
+    FeatureProfile,
+    column_stats,
+    query_id_candidates,
+    warn_query_id_columns,
+)
 from sklearn_ltr._groups import QueryGroups, check_groups
 from sklearn_ltr.rankers._lambdamart_params import lgbm_eval_at, lgbm_kwargs
 from sklearn_ltr.utils._optional import require_dask
@@ -169,11 +177,21 @@ def _query_index(frame):
     return unique.shape[0] == starts.shape[0], unique
 
 
+def _features(frame):
+    """A partition's features as ``fit`` validates them on one machine: float32 kept, anything else float64."""
+    values = frame.drop(columns=[_Y, _QID]).to_numpy()
+    return values if values.dtype in (np.float32, np.float64) else values.astype(np.float64)
+
+
 def _sort_partition(frame):
-    """Stable sort of one partition by query id: the order LambdaMARTRanker uses on one machine."""
+    """One partition by query id, each query's rows in canonical order: the order LambdaMARTRanker uses on one machine.
+
+    So the rows of a query may come in any order, and one partition trains the single machine's model.
+    """
     if len(frame) < 2:
         return frame
-    return frame.take(QueryGroups(frame[_QID].to_numpy()).order)
+    query_groups = QueryGroups(frame[_QID].to_numpy())
+    return frame.take(canonical_query_order(query_groups, _features(frame), frame[_Y].to_numpy()))
 
 
 def _summary(frame):
@@ -185,7 +203,12 @@ def _summary(frame):
     query_groups = QueryGroups(frame[_QID].to_numpy())
     sizes = query_groups.sizes
     largest = int(np.argmax(sizes))
+    features = _features(frame)
+    missing, minimum, maximum = column_stats(features)
+    columns, heads, equals = query_id_candidates(features, query_groups)
     return {
+        "features": (missing, minimum, maximum),
+        "query_ids": (columns, heads, equals),
         "n": n,
         "n_queries": int(sizes.shape[0]),
         "max_size": int(sizes[largest]),
@@ -254,6 +277,7 @@ def fit_dask(ranker, X, y, groups, *, eval_set=None, callbacks=None):
         raise ValueError("X has no rows: there is nothing to train on.")
     arranged = arranged.partitions[keep]
     _check_summaries(ranker, [summaries[i] for i in keep])
+    _check_features(ranker, [summaries[i] for i in keep], feature_names)
     X_train = arranged[columns].to_dask_array()  # arrays, as on one machine: model_ knows no column names
     y_train = arranged[_Y].to_dask_array()
     sizes = arranged.map_partitions(lambda f: _series(_sizes(f)), meta=(None, np.int64)).to_dask_array()
@@ -263,12 +287,13 @@ def fit_dask(ranker, X, y, groups, *, eval_set=None, callbacks=None):
         warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored", category=UserWarning)
         model.fit(X_train, y_train, group=sizes, eval_at=eval_at, callbacks=callbacks)
     n_features = len(columns)
-    for name in ("n_features_in_", "feature_names_in_"):
+    for name in ("n_features_in_", "feature_names_in_", "feature_profile_"):
         if hasattr(ranker, name):
             delattr(ranker, name)
     ranker.n_features_in_ = n_features
     if feature_names is not None:
         ranker.feature_names_in_ = feature_names
+    ranker.feature_profile_ = _profile([summaries[i] for i in keep])
     ranker.model_ = model.to_local()  # a plain LGBMRanker: NumPy predict and pickling work as usual
     ranker.booster_ = ranker.model_.booster_
     ranker.feature_importances_ = model.feature_importances_
@@ -318,6 +343,35 @@ def _check_summaries(ranker, summaries):
     check_label_range(max(s["max_y"] for s in summaries), ranker.label_gain, "y")
     worst = max(summaries, key=lambda s: s["max_size"])
     check_query_size(worst["max_size"], worst["max_size_query"], "y")
+
+
+def _profile(summaries):
+    """The :class:`~sklearn_ltr._feature_profile.FeatureProfile` of all partitions, from their summaries."""
+    n = sum(s["n"] for s in summaries)
+    missing = sum(s["features"][0] for s in summaries)
+    with np.errstate(invalid="ignore"):
+        minimum = np.fmin.reduce([s["features"][1] for s in summaries])
+        maximum = np.fmax.reduce([s["features"][2] for s in summaries])
+    return FeatureProfile(n, missing / n, minimum, maximum)
+
+
+def _check_features(ranker, summaries, feature_names):
+    """Warn for a feature column holding the query ids, judged over all partitions (each holds whole queries)."""
+    candidates = None
+    for summary in summaries:
+        columns = set(summary["query_ids"][0].tolist())
+        candidates = columns if candidates is None else candidates & columns
+    n_queries = sum(s["n_queries"] for s in summaries)
+    found = []
+    for column in sorted(candidates or ()):
+        picks = [(s["query_ids"][1][:, s["query_ids"][0] == column].ravel(),
+                  bool(s["query_ids"][2][s["query_ids"][0] == column][0])) for s in summaries]
+        values = np.concatenate([heads for heads, _ in picks])
+        if all(equal for _, equal in picks):
+            found.append((column, "equals"))
+        elif n_queries >= MIN_QUERIES_RELABELLED and np.unique(values).size == values.size:
+            found.append((column, "relabels"))
+    warn_query_id_columns(ranker, found, feature_names, dask=True)
 
 
 def _predict_block(block, *, model, columns):

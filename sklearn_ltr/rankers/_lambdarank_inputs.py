@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from sklearn_ltr._blocks import canonical_query_order
 from sklearn_ltr._groups import check_query_weights
 
 __all__ = [
@@ -155,16 +156,28 @@ def as_spmatrix(X):
     return X
 
 
-def sort_rows(query_groups, X, y):
-    """Rows in query order; no copy when they already are."""
+def sort_rows(query_groups, X, y, *per_row):
+    """Rows in the order LightGBM trains on; no copy when they already are.
+
+    By query (queries in the order of their sorted ids), each query's rows in their canonical
+    order (:func:`~sklearn_ltr._blocks.canonical_query_order`: by the features' bytes, then the
+    label, then each of ``per_row``). LightGBM's lambdarank depends on the order of the rows
+    within a query (it stable-sorts each query's documents by score, and sums gradients in row
+    order), so this order makes the model the same, bit for bit, whatever the order of the rows
+    given to ``fit``.
+
+    Returns
+    -------
+    X_sorted, y_sorted, *per_row_sorted
+        The rows of ``X``, ``y`` and each of ``per_row`` (e.g. display positions) in that order.
+    """
     X = as_spmatrix(X)
-    codes = query_groups.codes
-    if codes.shape[0] < 2 or not (codes[1:] < codes[:-1]).any():
-        return X, y
-    order = query_groups.order
+    order = canonical_query_order(query_groups, X, y, *per_row)
+    if order.shape[0] < 2 or not (order[1:] != order[:-1] + 1).any():
+        return (X, y, *per_row)
     # np.take copies rows about 25% faster than fancy indexing (1M x 136 float32: 0.28 s vs 0.37 s).
     X_sorted = X[order] if sp.issparse(X) else np.take(X, order, axis=0)
-    return X_sorted, np.take(y, order)
+    return (X_sorted, *(np.take(values, order, axis=0) for values in (y, *per_row)))
 
 
 def sort_like(query_groups, values):
@@ -236,14 +249,13 @@ def position_callback(positions):
     return _set_positions
 
 
-def checked_position_callback(positions, query_groups, n_samples):
-    """:func:`position_callback` of ``positions`` checked and sorted like the rows, once LightGBM can take them.
+def checked_position_callback(positions):
+    """:func:`position_callback` of checked ``positions`` (sorted like the rows), once LightGBM can take them.
 
     Raises ``ImportError`` when the installed LightGBM predates ``Dataset.set_position`` (4.1).
     """
     import lightgbm
 
-    positions = sort_like(query_groups, check_positions(positions, n_samples))
     if not hasattr(lightgbm.Dataset, "set_position"):
         raise ImportError(f"positions need LightGBM 4.1 or later (installed: {lightgbm.__version__}); "
                           f"upgrade with `pip install -U 'lightgbm>=4.1'`.")

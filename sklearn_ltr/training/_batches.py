@@ -46,9 +46,14 @@ class QueryDataset(torch.utils.data.Dataset):
     on_host : bool, default=False
         Keep the flat tensors on the host when the batches go to another device (data
         larger than the device's memory): batches are gathered on the host and moved.
+    index : Tensor of int64, shape (n_rows,), default=None
+        With ``starts`` only: the ``j``-th row of query ``q`` is row ``index[starts[q] + j]``
+        of the flat tensors, a permutation of each query's rows (their canonical order,
+        :func:`~sklearn_ltr._blocks.canonical_query_order`, over rows used where they lie).
+        ``None``: the rows in the order they lie.
     """
 
-    def __init__(self, rows, labels, offsets, query_weights=None, *, starts=None, on_host=False):
+    def __init__(self, rows, labels, offsets, query_weights=None, *, starts=None, on_host=False, index=None):
         self.rows = rows
         self.labels = labels
         self.offsets = offsets
@@ -57,14 +62,20 @@ class QueryDataset(torch.utils.data.Dataset):
         self.views = starts is not None
         self.starts = offsets[:-1] if starts is None else starts
         self.on_host = on_host
+        if index is not None and not self.views:
+            raise ValueError("index needs starts: it permutes the rows of a dataset over rows used where they lie.")
+        self.index = index
 
     @classmethod
-    def from_arrays(cls, query_groups, X, y=None, *, query_weights=None, **extras):
+    def from_arrays(cls, query_groups, X, y=None, *, query_weights=None, order=None, **extras):
         """Build from per-row NumPy arrays in input order and their :class:`QueryGroups`.
 
         ``query_weights`` holds one weight per query, in the order of ``query_groups.ids``.
+        ``order`` is the order of the rows in the dataset: by query, as ``query_groups.order``
+        (the default, rows of a query in input order), or another order of each query's rows
+        (training's canonical order, :func:`~sklearn_ltr._blocks.canonical_query_order`).
         """
-        order = query_groups.order
+        order = query_groups.order if order is None else order
         if len(order) and order[0] == 0 and (np.diff(order) == 1).all():
             order = slice(None)  # rows already sorted by query (e.g. a pointwise scorer's chunks): no copy
         rows = {"X": torch.as_tensor(np.ascontiguousarray(X[order]), dtype=torch.float32)}
@@ -92,6 +103,8 @@ class QueryDataset(torch.utils.data.Dataset):
     def __getitem__(self, query):
         start = int(self.starts[query])
         rows = slice(start, start + int(self.sizes[query]))
+        if self.index is not None:
+            rows = self.index[rows]
         item = {name: values[rows] for name, values in self.rows.items()}
         return item, None if self.labels is None else self.labels[rows]
 
@@ -110,7 +123,7 @@ class QueryDataset(torch.utils.data.Dataset):
             offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
             weights = None if self.query_weights is None else self.query_weights[queries]
             return QueryDataset(self.rows, self.labels, offsets, weights, starts=self.starts[queries],
-                                on_host=self.on_host)
+                                on_host=self.on_host, index=self.index)
         index, sizes = self.row_index(queries)
         offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
         rows = {name: values[index] for name, values in self.rows.items()}
@@ -126,7 +139,8 @@ class QueryDataset(torch.utils.data.Dataset):
         labels = None if self.labels is None else self.labels.to(device)
         weights = None if self.query_weights is None else self.query_weights.to(device)
         starts = self.starts.to(device) if self.views else None
-        return QueryDataset(rows, labels, self.offsets.to(device), weights, starts=starts)
+        index = None if self.index is None else self.index.to(device)
+        return QueryDataset(rows, labels, self.offsets.to(device), weights, starts=starts, index=index)
 
 
 class QueryBatches:
@@ -223,6 +237,8 @@ class QueryBatches:
         mask = slots[None, :] < sizes[:, None]
         rows = dataset.starts[queries][:, None] + slots[None, :]
         rows = torch.where(mask, rows, torch.zeros_like(rows))
+        if dataset.index is not None:  # each query's rows in their canonical order
+            rows = dataset.index[rows]
         if self.max_list_length is not None and length > self.max_list_length:
             rows, mask = self._subsample(rows, mask)
         inputs = {name: self._gather(values, rows, mask) for name, values in dataset.rows.items()}
@@ -239,6 +255,8 @@ class QueryBatches:
         prediction's batches of equal-length lists (a pointwise scorer's chunks) take this path.
         Modules read their inputs and never write them (none of :mod:`sklearn_ltr.nn` does).
         """
+        if self.dataset.index is not None:  # the rows lie in another order than the dataset's
+            return None
         queries = queries.cpu()
         starts = self.dataset.cpu_starts[queries]
         ends = starts + self.dataset.sizes.cpu()[queries]

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 
+from sklearn_ltr._blocks import canonical_query_order
 from sklearn_ltr.training._batches import CLICK_WEIGHTS
 
 __all__ = ["ValidationNDCG", "check_validation_features"]
@@ -133,7 +134,10 @@ class ValidationNDCG(Callback):
             features = check_validation_features(self.X, name=f"{type(self).__name__} X")
             self.query_groups_ = QueryGroups(np.asarray(self.groups), features.shape[0])
             extras = {name: np.asarray(values) for name, values in (self.extras or {}).items()}
-            self.dataset_ = QueryDataset.from_arrays(self.query_groups_, features, **extras)
+            # Each query's rows in their canonical order, as predict scores them: the value does not
+            # depend on the order of the validation rows within a query.
+            self.order_ = canonical_query_order(self.query_groups_, features, *extras.values())
+            self.dataset_ = QueryDataset.from_arrays(self.query_groups_, features, order=self.order_, **extras)
         return self
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
@@ -151,7 +155,7 @@ class ValidationNDCG(Callback):
 
     def on_train_end(self, net, **kwargs):
         # The float32 copy of a separate validation set is needed during training only.
-        self.dataset_ = self.query_groups_ = None
+        self.dataset_ = self.query_groups_ = self.order_ = None
 
     def on_epoch_begin(self, net, **kwargs):
         self._scores, self._labels, self._groups, self._weights = [], [], [], []
@@ -195,7 +199,8 @@ class ValidationNDCG(Callback):
         from sklearn_ltr.metrics import ips_dcg_score, ndcg_score
 
         if self.dataset_ is not None:
-            scores = self.query_groups_.unsort(net.score_rows(self.dataset_))
+            scores = np.empty(len(self.order_))
+            scores[self.order_] = net.score_rows(self.dataset_)  # back in input row order
             finite = np.isfinite(scores).all()
             labels, groups = np.asarray(self.y), np.asarray(self.groups)
             if not finite:

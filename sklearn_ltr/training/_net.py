@@ -28,6 +28,7 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import EarlyStopping, PrintLog
 
+from sklearn_ltr._blocks import canonical_query_order
 from sklearn_ltr.exceptions import NonFiniteLossError
 from sklearn_ltr.training._batches import CLICK_WEIGHTS, QueryBatches, QueryDataset
 from sklearn_ltr.training._device import is_cuda
@@ -325,12 +326,20 @@ class RankingNet(NeuralNet):
 
 
 def build_dataset(query_groups, X, y=None, *, query_weights=None, **extras):
-    """:class:`QueryDataset` of rows in input order grouped by ``query_groups``.
+    """:class:`QueryDataset` of the rows grouped by ``query_groups``, each query's rows in canonical order.
 
+    The rows of each query come in their canonical order
+    (:func:`~sklearn_ltr._blocks.canonical_query_order`: by the features' bytes, then the label,
+    then each extra per-row input), so that training does not depend on the order of the rows
+    within a query: batches, the documents ``max_list_length`` keeps, the noise or dropout drawn
+    per slot and every sum over a list see the same rows in the same places.
     A float32 ``X`` whose queries' rows are contiguous (a memory-mapped file of the on-disk
     layout) is used in place (:mod:`~sklearn_ltr.training._mapped`), anything else copied.
     """
-    dataset = in_place_dataset(query_groups, X, y, query_weights=query_weights, **extras)
+    tie_breakers = [np.asarray(values) for values in ([] if y is None else [y])]
+    tie_breakers += [np.asarray(values) for values in extras.values()]
+    order = canonical_query_order(query_groups, X, *tie_breakers)
+    dataset = in_place_dataset(query_groups, X, y, query_weights=query_weights, order=order, **extras)
     if dataset is not None:
         return dataset
-    return QueryDataset.from_arrays(query_groups, X, y, query_weights=query_weights, **extras)
+    return QueryDataset.from_arrays(query_groups, X, y, query_weights=query_weights, order=order, **extras)

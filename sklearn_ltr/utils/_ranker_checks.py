@@ -62,6 +62,32 @@ def check_fit_invariant_to_query_interleaving(name, estimator_orig):
 
 
 @_documented()
+def check_fit_invariant_to_row_order_within_queries(name, estimator_orig):
+    """Shuffling the rows within each query (the queries' interleaving kept) trains the same model, exactly.
+
+    Each query's rows trade places among the positions that query holds, so the sequence of
+    query ids is unchanged and only the order of a query's own rows differs (extra inputs move
+    with their rows). A ranker must train on an order that depends on each query's rows alone
+    (the library's canonical order), so that the predictions are bit-identical: the inputs of
+    training are then the same, so any difference would be a nondeterminism that
+    :func:`check_clone_reproduces` catches too.
+    """
+    estimator = _deterministic(estimator_orig)
+    if estimator is None:
+        return
+    X, y, groups, fit_extras, predict_extras = _ranking_data(estimator)
+    # Position i of query order receives a random row of the same query: groups[permutation] == groups.
+    slots = np.argsort(groups, kind="stable")
+    permutation = np.empty(len(groups), dtype=np.intp)
+    permutation[slots] = np.lexsort((np.random.default_rng(3).random(len(groups)), groups))
+    assert np.array_equal(groups[permutation], groups) and not np.array_equal(permutation, np.arange(len(groups)))
+    first = _predict(_fit(clone(estimator), X, y, groups, fit_extras), X, groups, predict_extras)
+    shuffled = _fit(clone(estimator), X[permutation], y[permutation], groups, _take(fit_extras, permutation))
+    np.testing.assert_array_equal(_predict(shuffled, X, groups, predict_extras), first,
+                                  err_msg=f"{name}: shuffling the rows within each query changed the model.")
+
+
+@_documented()
 def check_predict_invariant_to_row_order(name, estimator_orig):
     """``predict`` on shuffled rows returns the shuffled scores."""
     estimator, (X, y, groups, _fit_extras, predict_extras), scores = _fitted(estimator_orig)

@@ -19,8 +19,9 @@ for scoring a query alone as among other queries; extra routed inputs (``positio
 The ranker checks (each ``check_*(name, estimator)``, raising ``AssertionError``):
 
 - :func:`check_ranker_tags`: the tags are :class:`~sklearn_ltr.utils.Tags` with valid ranker tags.
-- :func:`check_fit_invariant_to_query_interleaving`, :func:`check_predict_invariant_to_row_order`:
-  row order does not matter.
+- :func:`check_fit_invariant_to_query_interleaving`,
+  :func:`check_fit_invariant_to_row_order_within_queries`, :func:`check_predict_invariant_to_row_order`:
+  row order does not matter (within a query, the model is the same bit for bit).
 - :func:`check_query_column`: query ids read from a column of ``X`` act exactly as ``groups``.
 - :func:`check_query_relabelling`: integer ids and string ids (of another sort order) give the
   same scores.
@@ -61,6 +62,7 @@ from sklearn_ltr.utils._ranker_checks import (
     check_clone_reproduces,
     check_early_stopping_restores_best,
     check_fit_invariant_to_query_interleaving,
+    check_fit_invariant_to_row_order_within_queries,
     check_loss_params_reach_loss,
     check_max_list_length_training_only,
     check_non_finite_loss_raises,
@@ -84,6 +86,7 @@ __all__ = [
     "check_early_stopping_restores_best",
     "check_estimator",
     "check_fit_invariant_to_query_interleaving",
+    "check_fit_invariant_to_row_order_within_queries",
     "check_loss_params_reach_loss",
     "check_max_list_length_training_only",
     "check_non_finite_loss_raises",
@@ -106,6 +109,7 @@ check_param_validation = _sklearn_checks.check_param_validation
 _ALWAYS = (
     check_ranker_tags,
     check_fit_invariant_to_query_interleaving,
+    check_fit_invariant_to_row_order_within_queries,
     check_predict_invariant_to_row_order,
     check_query_relabelling,
     check_query_alone_vs_among_others,

@@ -4,7 +4,8 @@
 constructs only the types it is told to trust: its defaults (Python and NumPy values,
 scikit-learn's estimators) and the ``trusted`` list. :data:`TRUSTED_TYPES` is that list
 for every model of this library: the rankers, a ``Pipeline`` with
-:class:`~sklearn_ltr.preprocessing.Log1pTransformer`, a
+:class:`~sklearn_ltr.preprocessing.Log1pTransformer` or
+:class:`~sklearn_ltr.preprocessing.QueryNormalizer`, a
 :class:`~sklearn_ltr.RankingEnsemble` of them. Pass it as ``trusted`` instead of the
 output of ``skops.io.get_untrusted_types`` (which lists every type outside skops's
 defaults, for you to review one by one)::
@@ -33,7 +34,8 @@ Examples
 >>> ranker = RankNetRanker(hidden_sizes=(8,), max_epochs=2, random_state=0).fit(X, y, groups=qid)
 >>> data = sio.dumps(ranker)
 >>> sorted(sio.get_untrusted_types(data=data))  # outside skops's defaults: all in TRUSTED_TYPES
-['sklearn_ltr.nn._mlp.MLPScorer', 'sklearn_ltr.rankers._ranknet.RankNetRanker', 'sklearn_ltr.training._net.RankingNet']
+['sklearn_ltr._feature_profile.FeatureProfile', 'sklearn_ltr.nn._mlp.MLPScorer',
+ 'sklearn_ltr.rankers._ranknet.RankNetRanker', 'sklearn_ltr.training._net.RankingNet']
 >>> loaded = sio.loads(data, trusted=TRUSTED_TYPES)
 >>> bool((loaded.predict(X) == ranker.predict(X)).all())
 True
@@ -43,8 +45,11 @@ from sklearn_ltr.utils._trusted_types import declared_trusted_types
 
 __all__ = ["TRUSTED_TYPES", "trusted_types"]
 
-#: Types outside any one ranker's entry: the preprocessing every pipeline of the docs uses.
-_SHARED_TYPES = ("sklearn_ltr.preprocessing._log1p.Log1pTransformer",)
+#: Types outside any one ranker's entry: the library's preprocessing, which the pipelines of the docs use.
+_SHARED_TYPES = ("sklearn_ltr.preprocessing._log1p.Log1pTransformer",
+                 "sklearn_ltr.preprocessing._query_normalizer.QueryNormalizer",
+                 # what every fitted ranker records of its training features (feature_profile_)
+                 "sklearn_ltr._feature_profile.FeatureProfile")
 
 
 def trusted_types():
