@@ -35,7 +35,7 @@ import importlib  # noqa: E402
 
 from sklearn_ltr.base import MissingGroupsWarning  # noqa: E402
 from sklearn_ltr.metrics import NDCGScorer, RankingScorer, make_ranking_scorer, ndcg_score, ndcg_scorer  # noqa: E402
-from sklearn_ltr.preprocessing import Log1pTransformer  # noqa: E402
+from sklearn_ltr.preprocessing import Log1pTransformer, QueryNormalizer  # noqa: E402
 from sklearn_ltr.rankers import _registry as _rankers  # noqa: E402
 
 # The rankers load on first use (PEP 562): the neural ones import torch and skorch, which
@@ -60,6 +60,7 @@ __all__ = [
     "Log1pTransformer",
     "MissingGroupsWarning",
     "NDCGScorer",
+    "QueryNormalizer",
     "RankingScorer",
     "__version__",
     "make_ranking_scorer",
