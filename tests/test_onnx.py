@@ -9,6 +9,7 @@ import torch
 from onnx_helpers import TOLERANCE, max_diff, ranks_by_first_feature  # tests/onnx_helpers.py
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 import sklearn_ltr
 from sklearn_ltr import (
@@ -443,9 +444,9 @@ def test_what_cannot_be_exported(synthetic, synthetic_models):
         to_onnx(RankNetRanker())
     with pytest.raises(NotFittedError):
         to_onnx(LambdaMARTRanker())
-    pipeline = make_pipeline(Log1pTransformer(), LambdaMARTRanker(n_estimators=2, n_jobs=1))
+    pipeline = make_pipeline(FunctionTransformer(np.tanh), LambdaMARTRanker(n_estimators=2, n_jobs=1))
     pipeline.fit(X, y, lambdamartranker__groups=qid)
-    with pytest.raises(TypeError, match="not a Pipeline"):
+    with pytest.raises(TypeError, match="cannot export the Pipeline step 'functiontransformer'"):
         to_onnx(pipeline)
     with pytest.raises(TypeError, match="got RankingEnsemble"):
         to_onnx(RankingEnsemble([("a", synthetic_models["ranknet"])]))
@@ -470,15 +471,16 @@ def test_opset_checks_name_the_limits(synthetic, synthetic_models):
     assert str(error.value) == f"opset={newest + 1} is newer than this onnx package supports ({newest})."
 
 
-def test_a_pipeline_is_refused_with_what_to_export_instead(synthetic):
+def test_a_pipeline_exports_its_steps_with_its_ranker(synthetic):
+    # Every step and combination: tests/test_onnx_steps.py.
     X, y, qid = synthetic
-    pipeline = make_pipeline(Log1pTransformer(), LambdaMARTRanker(n_estimators=2, n_jobs=1))
+    pipeline = make_pipeline(Log1pTransformer(), LambdaMARTRanker(n_estimators=20, n_jobs=1, random_state=0))
     pipeline.fit(X, y, lambdamartranker__groups=qid)
-    with pytest.raises(TypeError) as error:
-        to_onnx(pipeline)
-    assert str(error.value) == (
-        "to_onnx exports a ranker, not a Pipeline: export its last step (pipeline[-1]) and apply the earlier steps "
-        "in the service, or use a ranker that transforms its own inputs (DASALCRanker's log1p=True).")
+    model = to_onnx(pipeline)
+    meta = {prop.key: prop.value for prop in model.metadata_props}
+    assert meta["sklearn_ltr.steps"] == '["Log1pTransformer", "LambdaMARTRanker"]'
+    assert meta["sklearn_ltr.list_context"] == "false"  # Log1p and LambdaMART score each document alone
+    assert max_diff(OnnxScorer(model, n_threads=1).predict(X), pipeline.predict(X)) <= TOLERANCE
 
 
 @pytest.mark.parametrize("opset", [15, 20])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_ltr.utils._optional import import_optional
@@ -31,15 +32,38 @@ def _is_neural(ranker):
     return isinstance(ranker, NeuralRanker)
 
 
+def _split_pipeline(model):
+    """``(steps, ranker)``: a Pipeline's preprocessing steps (passthrough left out) and its last step."""
+    from sklearn.pipeline import Pipeline
+
+    from sklearn_ltr.export._onnx_steps import SUPPORTED_STEPS, is_supported_step
+
+    if not isinstance(model, Pipeline):
+        if hasattr(model, "steps"):
+            raise TypeError(f"to_onnx exports a ranker or a sklearn.pipeline.Pipeline; got {type(model).__name__}.")
+        return [], model
+    steps = [(name, step) for name, step in model.steps[:-1] if step is not None and step != "passthrough"]
+    for name, step in steps:
+        if not is_supported_step(step):
+            raise TypeError(
+                f"to_onnx cannot export the Pipeline step {name!r} ({type(step).__name__}): the steps before "
+                f"the ranker may be {', '.join(SUPPORTED_STEPS)}."
+            )
+        check_is_fitted(step)
+        if not hasattr(step, "n_features_in_"):  # a stateless step that was never fitted
+            raise NotFittedError(f"the Pipeline step {name!r} is not fitted: fit the Pipeline before exporting it.")
+    ranker = model.steps[-1][1]
+    if getattr(ranker, "query_column", None) is not None:
+        raise ValueError(
+            "to_onnx cannot export a Pipeline whose ranker has a query_column: the steps before it would "
+            "transform the query ids as a feature. Pass groups to the Pipeline instead."
+        )
+    return steps, ranker
+
+
 def _check_ranker(ranker):
     from sklearn_ltr.rankers import LambdaMARTRanker
 
-    if hasattr(ranker, "steps"):
-        raise TypeError(
-            "to_onnx exports a ranker, not a Pipeline: export its last step (pipeline[-1]) and apply the "
-            "earlier steps in the service, or use a ranker that transforms its own inputs (DASALCRanker's "
-            "log1p=True)."
-        )
     if isinstance(ranker, LambdaMARTRanker):
         check_is_fitted(ranker)
         return "trees"
@@ -58,20 +82,43 @@ def _version():
     return __version__
 
 
-def _metadata(ranker, inputs):
-    """String metadata a service (and ``OnnxScorer``) reads from the model."""
-    names = getattr(ranker, "feature_names_in_", None)
+def _n_features(steps, ranker):
+    """Features the model takes: a Pipeline's first step's input (an imputer's indicators come later)."""
+    return int((steps[0][1] if steps else ranker).n_features_in_)
+
+
+def _allow_nan(steps, ranker):
+    """Whether the model takes NaN features: the first step that removes or refuses NaN decides."""
+    from sklearn_ltr.export._onnx_steps import step_allows_nan
+
+    for _, step in steps:
+        allowed = step_allows_nan(step)
+        if allowed is not None:
+            return allowed
+    return bool(ranker.__sklearn_tags__().input_tags.allow_nan)
+
+
+def _metadata(model, steps, ranker, inputs):
+    """String metadata a service (and ``OnnxScorer``) reads from the model (``model``: the ranker or its Pipeline)."""
+    from sklearn_ltr.export._onnx_steps import step_is_list_context
+
+    first = steps[0][1] if steps else ranker  # the Pipeline's input is its first step's
+    names = getattr(first, "feature_names_in_", None)
     tags = ranker.__sklearn_tags__()
-    return {
+    list_context = tags.ranker_tags.list_context or any(step_is_list_context(step) for _, step in steps)
+    metadata = {
         "ranker": type(ranker).__name__,
         "version": _version(),
-        "n_features": str(int(ranker.n_features_in_)),
+        "n_features": str(_n_features(steps, ranker)),
         "feature_names": json.dumps(None if names is None else [str(name) for name in names]),
-        "list_context": json.dumps(bool(tags.ranker_tags.list_context)),
-        "allow_nan": json.dumps(bool(tags.input_tags.allow_nan)),
+        "list_context": json.dumps(bool(list_context)),
+        "allow_nan": json.dumps(_allow_nan(steps, ranker)),
         "query_column": json.dumps(_query_column(ranker)),
         "inputs": json.dumps(list(inputs)),
     }
+    if model is not ranker:
+        metadata["steps"] = json.dumps([type(step).__name__ for _, step in steps] + [type(ranker).__name__])
+    return metadata
 
 
 def _query_column(ranker):
@@ -79,11 +126,14 @@ def _query_column(ranker):
     return column if column is None or isinstance(column, str) else int(column)
 
 
-def _doc_string(ranker, inputs):
+def _doc_string(model, steps, ranker, inputs):
     extra = " initial_rank: [batch, list] float32, 1-based ranks of the initial ranking." if (
         "initial_rank" in inputs) else ""
+    name = type(ranker).__name__
+    if model is not ranker:
+        name = f"Pipeline({', '.join([type(step).__name__ for _, step in steps] + [name])})"
     return (
-        f"{type(ranker).__name__} exported by sklearn_ltr. Inputs: X [batch, list, {ranker.n_features_in_}] float32, "
+        f"{name} exported by sklearn_ltr. Inputs: X [batch, list, {_n_features(steps, ranker)}] float32, "
         f"the features of each list's documents, padded with zeros; mask [batch, list] bool, True on real "
         f"documents.{extra} Output: scores [batch, list] float32, higher ranks first, 0 on padding."
     )
@@ -110,14 +160,43 @@ def _trees_model(ranker, opset):
     return helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
 
 
-def to_onnx(ranker, path=None, *, opset=None):
-    """Export a fitted ranker's scorer to ONNX: padded lists of documents in, one score per document out.
+def _prepend_steps(model, steps, n_features, opset, *, steps_dtype, output_float32):
+    """Feed the ranker's graph from the steps' graph: its input ``X`` becomes the steps' output."""
+    from onnx import TensorProto, helper
+
+    from sklearn_ltr.export._onnx_steps import preprocessing_nodes
+
+    graph = model.graph
+    features = "pipeline_features"
+    taken = {name for node in graph.node for name in (*node.input, *node.output)} | {t.name for t in graph.initializer}
+    if any(name.startswith("pipeline_") for name in taken):
+        raise RuntimeError("the ranker's ONNX graph already uses names starting with 'pipeline_'.")
+    nodes, initializers = preprocessing_nodes(steps, opset=opset, output=features, steps_dtype=steps_dtype,
+                                              output_float32=output_float32)
+    for node in graph.node:
+        node.input[:] = [features if name == "X" else name for name in node.input]
+    inputs = list(graph.input)
+    position = [value.name for value in inputs].index("X")
+    dims = [d.dim_param or None for d in inputs[position].type.tensor_type.shape.dim[:2]]
+    dims = [dim if dim else name for dim, name in zip(dims, ("batch", "list"), strict=True)]
+    inputs[position] = helper.make_tensor_value_info("X", TensorProto.FLOAT, [*dims, n_features])
+    del graph.input[:]
+    graph.input.extend(inputs)
+    ranker_nodes = list(graph.node)
+    del graph.node[:]
+    graph.node.extend([*nodes, *ranker_nodes])
+    graph.initializer.extend(initializers)
+    return model
+
+
+def to_onnx(ranker, path=None, *, opset=None, steps_dtype="float32"):
+    """Export a fitted ranker's scorer (or a Pipeline ending in one) to ONNX: padded lists in, scores out.
 
     The model scores a batch of queries at once, each list padded to the longest:
 
     - input ``X``: float32 ``[batch, list, n_features]``, the documents' features (exactly the
-      ``n_features_in_`` features the ranker was fitted on, without a ``query_column``),
-      padded with zeros;
+      ``n_features_in_`` features the ranker, or the Pipeline, was fitted on, without a
+      ``query_column``), padded with zeros;
     - input ``mask``: bool ``[batch, list]``, True on real documents, False on padding;
     - input ``initial_rank`` (only for a :class:`~sklearn_ltr.SetRankRanker` fitted with
       ``initial_rank``): float32 ``[batch, list]``, 1-based ranks;
@@ -136,24 +215,38 @@ def to_onnx(ranker, path=None, *, opset=None):
     - ``TwoTowerDebiasedRanker``: the relevance tower alone, as ``predict`` uses it;
     - ``LambdaMARTRanker``: the trees (up to ``best_iteration_``) as one ``ai.onnx.ml``
       ``TreeEnsembleRegressor`` with float64 thresholds and leaf values, so each split
-      decides as LightGBM does (numerical splits only).
+      decides as LightGBM does (numerical splits only);
+    - a ``Pipeline`` whose last step is one of these rankers: its earlier steps as ONNX
+      operators before the ranker's graph. They may be ``Log1pTransformer``,
+      ``QueryNormalizer`` (each padded list's statistics over its real documents),
+      ``StandardScaler``, ``MinMaxScaler`` and ``SimpleImputer`` (``add_indicator`` too), or
+      ``"passthrough"``.
 
-    The model's ``metadata_props`` record the ranker, ``n_features``, ``feature_names``,
-    ``list_context``, ``query_column`` and the input names, under the prefix
-    ``"sklearn_ltr."``; :class:`~sklearn_ltr.export.OnnxScorer` reads them.
+    The model's ``metadata_props`` record the ranker, ``n_features`` (a Pipeline's input
+    width), ``feature_names``, ``list_context`` (also true after a ``QueryNormalizer``),
+    ``allow_nan``, ``query_column``, the input names and, for a Pipeline, its ``steps``,
+    under the prefix ``"sklearn_ltr."``; :class:`~sklearn_ltr.export.OnnxScorer` reads them.
 
     Parameters
     ----------
     ranker : estimator
         A fitted ``RankNetRanker``, ``DASALCRanker``, ``SetRankRanker``,
-        ``TwoTowerDebiasedRanker`` or ``LambdaMARTRanker``. Not a ``Pipeline``: export its
-        last step and apply the earlier steps in the service.
+        ``TwoTowerDebiasedRanker`` or ``LambdaMARTRanker``, or a fitted
+        ``sklearn.pipeline.Pipeline`` of the steps above ending in one (its ranker without a
+        ``query_column``).
     path : str or path-like, default=None
         Where to save the model as well (``.onnx``); ``None`` saves nothing.
     opset : int, default=None
         Opset of ONNX's default domain, 15 or higher (for the neural rankers at most the
         highest that torch's TorchScript-based exporter writes, 20 in torch 2.13); ``None``
         is 17.
+    steps_dtype : {"float32", "float64"}, default="float32"
+        For a Pipeline: the input dtype whose ``pipeline.predict`` the steps reproduce.
+        scikit-learn's transformers keep float32 input in float32: with ``"float32"`` the model
+        scores as ``pipeline.predict(X.astype(np.float32), groups)``, the float32 features it
+        takes; with ``"float64"``, as ``pipeline.predict`` on float64 ``X``. The two differ by
+        float32 rounding in the steps, which can send a LightGBM row near a threshold the
+        other way. Ignored for a ranker alone.
 
     Returns
     -------
@@ -165,6 +258,9 @@ def to_onnx(ranker, path=None, *, opset=None):
     ImportError
         If ``onnx`` (or, for the neural rankers, torch's exporter) is missing: install the
         ``serving`` extra, ``pip install 'sklearn-ltr[serving]'``.
+    TypeError
+        For an estimator that is not one of the rankers, or a Pipeline step that is not one of
+        the steps above (the message names the step and the steps supported).
 
     See Also
     --------
@@ -201,19 +297,27 @@ def to_onnx(ranker, path=None, *, opset=None):
     """
     onnx = import_optional("onnx", "to_onnx")
 
+    pipeline = ranker
+    steps, ranker = _split_pipeline(pipeline)
     kind = _check_ranker(ranker)
+    if steps_dtype not in ("float32", "float64"):
+        raise ValueError(f"steps_dtype must be 'float32' or 'float64'; got {steps_dtype!r}.")
     opset = DEFAULT_OPSET if opset is None else opset
     if isinstance(opset, bool) or not isinstance(opset, int) or opset < MIN_OPSET:
         raise ValueError(f"opset must be an int >= {MIN_OPSET}; got {opset!r}.")
     if opset > onnx.defs.onnx_opset_version():
         raise ValueError(f"opset={opset} is newer than this onnx package supports ({onnx.defs.onnx_opset_version()}).")
     model = _neural_model(ranker, opset) if kind == "neural" else _trees_model(ranker, opset)
+    if pipeline is not ranker:
+        # The trees take the steps' float64 output as it is (they compare in float64); a network takes float32.
+        model = _prepend_steps(model, steps, _n_features(steps, ranker), opset, steps_dtype=steps_dtype,
+                               output_float32=kind == "neural")
     inputs = [value.name for value in model.graph.input]
     model.producer_name = "sklearn_ltr"
     model.producer_version = _version()
-    model.doc_string = _doc_string(ranker, inputs)
+    model.doc_string = _doc_string(pipeline, steps, ranker, inputs)
     onnx.helper.set_model_props(
-        model, {METADATA_PREFIX + key: value for key, value in _metadata(ranker, inputs).items()}
+        model, {METADATA_PREFIX + key: value for key, value in _metadata(pipeline, steps, ranker, inputs).items()}
     )
     onnx.checker.check_model(model)
     if path is not None:
