@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 
+from sklearn_ltr.datasets._missing import MISSING_VALUES, check_missing_values, substitute_missing
 from sklearn_ltr.utils._optional import require_dask
 
 __all__ = ["read_svmlight_ranking_dask"]
@@ -76,12 +77,12 @@ def block_offsets(path, blocksize):
     return cuts
 
 
-def _parse_block(path, start, stop, *, n_features, dtype, zero_based):
+def _parse_block(path, start, stop, *, n_features, dtype, zero_based, tokens=()):
     from sklearn.datasets import load_svmlight_file
 
     with open(path, "rb") as f:
         f.seek(start)
-        data = f.read(stop - start)
+        data = substitute_missing(f.read(stop - start), tokens)
     try:
         X, y, qid = load_svmlight_file(
             io.BytesIO(data), n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=True
@@ -91,8 +92,8 @@ def _parse_block(path, start, stop, *, n_features, dtype, zero_based):
     return X.toarray(), y.astype(np.float64, copy=False), qid.astype(np.int64, copy=False)
 
 
-def _max_index(path, start, stop, zero_based):
-    X, _, _ = _parse_block(path, start, stop, n_features=None, dtype=np.float32, zero_based=zero_based)
+def _max_index(path, start, stop, zero_based, tokens):
+    X, _, _ = _parse_block(path, start, stop, n_features=None, dtype=np.float32, zero_based=zero_based, tokens=tokens)
     return X.shape[1]
 
 
@@ -107,7 +108,8 @@ def _frame(block, n_features):
 
 
 def read_svmlight_ranking_dask(
-    path, *, n_features=None, blocksize="64MiB", dtype=np.float32, zero_based=False, as_frame=False
+    path, *, n_features=None, blocksize="64MiB", dtype=np.float32, zero_based=False, as_frame=False,
+    missing_values=MISSING_VALUES,
 ):
     """Read a LETOR / SVMlight ranking file lazily into Dask collections, one block per byte range.
 
@@ -132,6 +134,8 @@ def read_svmlight_ranking_dask(
         blocks could disagree.)
     as_frame : bool, default=False
         Return one Dask DataFrame with columns ``f0 .. f{n-1}``, ``label`` and ``qid`` instead of arrays.
+    missing_values : str, sequence of str or None, default=("NULL",)
+        Value tokens read as NaN (LETOR 4.0's ``1:NULL``); ``()`` or None reads numbers only.
 
     Returns
     -------
@@ -183,13 +187,15 @@ def read_svmlight_ranking_dask(
         )
     if zero_based not in (True, False):
         raise ValueError(f"zero_based must be True or False; got {zero_based!r}.")
+    tokens = check_missing_values(missing_values)
     offsets = block_offsets(path, _parse_size(blocksize))
     ranges = list(itertools.pairwise(offsets))
     if n_features is None:
-        sizes = dask.compute(*[dask.delayed(_max_index)(path, a, b, zero_based) for a, b in ranges])
+        sizes = dask.compute(*[dask.delayed(_max_index)(path, a, b, zero_based, tokens) for a, b in ranges])
         n_features = max(sizes)
     parse = dask.delayed(_parse_block, pure=True)
-    blocks = [parse(path, a, b, n_features=n_features, dtype=dtype, zero_based=zero_based) for a, b in ranges]
+    blocks = [parse(path, a, b, n_features=n_features, dtype=dtype, zero_based=zero_based, tokens=tokens)
+              for a, b in ranges]
     if as_frame:
         import dask.dataframe as dd
 

@@ -37,6 +37,7 @@ from sklearn.datasets import load_svmlight_file
 from sklearn_ltr._atomic import write_directory_atomically
 from sklearn_ltr.datasets._file_formats import FILE_FORMATS, detect_file_format
 from sklearn_ltr.datasets._formats import _read_sizes
+from sklearn_ltr.datasets._missing import MISSING_VALUES, check_missing_values, substitute_missing
 from sklearn_ltr.datasets._text_lines import READ_ERRORS, compression, decompression_error, first_bad_line
 from sklearn_ltr.datasets._text_lines import file_name as _name
 
@@ -267,22 +268,22 @@ def _blocks(path):
         raise error from err
 
 
-def _parse(path, block, *, query_id, **options):
+def _parse(path, block, *, query_id, tokens=(), **options):
     try:
-        return load_svmlight_file(io.BytesIO(block), query_id=query_id, **options)
+        return load_svmlight_file(io.BytesIO(substitute_missing(block, tokens)), query_id=query_id, **options)
     except (ValueError, TypeError, OverflowError) as err:
-        bad = first_bad_line(path)
+        bad = first_bad_line(path, missing_values=tokens)
         where = f"line {bad[0]}: {bad[1]}" if bad is not None else str(err)[:200]
         raise ValueError(f"could not read {_name(path)!r} as a libsvm ranking file: {where}.") from err
 
 
-def _first_pass(path, query_id):
+def _first_pass(path, query_id, tokens):
     """Rows, columns (indices read as zero-based), whether an index 0 occurs, and the qids' dtype."""
     n_rows, n_columns, has_zero = 0, 0, False
     for _, block in _blocks(path):
         if not block.strip(b" \t\r\n"):
             continue
-        parsed = _parse(path, block, query_id=query_id, zero_based=True, dtype=np.float32)
+        parsed = _parse(path, block, query_id=query_id, tokens=tokens, zero_based=True, dtype=np.float32)
         X = parsed[0]
         n_rows += X.shape[0]
         n_columns = max(n_columns, X.shape[1])
@@ -290,7 +291,8 @@ def _first_pass(path, query_id):
     return n_rows, n_columns, has_zero
 
 
-def convert_ranking(source, path, *, format=None, n_features=None, dtype=np.float32, overwrite=False):
+def convert_ranking(source, path, *, format=None, n_features=None, dtype=np.float32, overwrite=False,
+                    missing_values=MISSING_VALUES):
     """Convert a ranking data file to the on-disk layout, streaming: memory stays one block of lines.
 
     Parameters
@@ -310,6 +312,9 @@ def convert_ranking(source, path, *, format=None, n_features=None, dtype=np.floa
         Dtype of the stored features.
     overwrite : bool, default=False
         Replace an existing folder (only once the new one is complete).
+    missing_values : str, sequence of str or None, default=("NULL",)
+        Value tokens read as NaN (LETOR 4.0's ``1:NULL``), stored as NaN in the features;
+        ``()`` or None reads numbers only.
 
     Returns
     -------
@@ -344,7 +349,8 @@ def convert_ranking(source, path, *, format=None, n_features=None, dtype=np.floa
         raise ValueError(f"unknown ranking file format {format!r}; the formats are "
                          f"{', '.join(map(repr, FILE_FORMATS))}.")
     query_id = not FILE_FORMATS[format].companions(source)  # the ids are on the lines, else in the .query file
-    n_rows, n_columns, has_zero = _first_pass(source, query_id)
+    tokens = check_missing_values(missing_values)
+    n_rows, n_columns, has_zero = _first_pass(source, query_id, tokens)
     if n_rows == 0:
         raise ValueError(f"{_name(source)!r} holds no data rows.")
     found = n_columns if has_zero else max(n_columns - 1, 1)
@@ -360,8 +366,8 @@ def convert_ranking(source, path, *, format=None, n_features=None, dtype=np.floa
         for _, block in _blocks(source):
             if not block.strip(b" \t\r\n"):
                 continue
-            parsed = _parse(source, block, query_id=query_id, zero_based=has_zero, n_features=n_features,
-                            dtype=dtype)
+            parsed = _parse(source, block, query_id=query_id, tokens=tokens, zero_based=has_zero,
+                            n_features=n_features, dtype=dtype)
             X, y = parsed[0], parsed[1]
             start = writer.written
             qid = parsed[2] if query_id else query_of_row[start:start + X.shape[0]]

@@ -23,6 +23,7 @@ from sklearn_ltr.datasets._formats import (
     load_lightgbm_ranking,
     load_svmlight_ranking,
 )
+from sklearn_ltr.datasets._missing import MISSING_VALUES
 from sklearn_ltr.datasets._text_lines import COMPRESSION, file_name, first_data_line
 
 __all__ = ["FILE_FORMATS", "FileFormat", "detect_file_format", "read_ranking_file"]
@@ -48,7 +49,8 @@ class FileFormat:
         File name endings the format is conventionally saved with (a ``.gz`` or ``.bz2``
         ending aside); they decide a file's format only where its content does not.
     reader : callable
-        ``reader(path, *, n_features=None, dtype=np.float64, dense=True) -> (X, y, groups)``.
+        ``reader(path, *, n_features=None, dtype=np.float64, dense=True, missing_values=("NULL",))
+        -> (X, y, groups)``.
         Errors are ``FileNotFoundError`` or ``ValueError`` whose message names the file and,
         for a malformed line, the line and the reason.
     writer : callable
@@ -63,7 +65,8 @@ class FileFormat:
         ``companions(path) -> {companion_path: what it holds}``: files ``reader`` reads
         beside ``path``.
     rows_reader : callable or None, default=None
-        ``rows_reader(path, *, n_features=None, dtype=np.float64, dense=True) -> (X, y)``:
+        ``rows_reader(path, *, n_features=None, dtype=np.float64, dense=True, missing_values=("NULL",))
+        -> (X, y)``:
         the rows without their query ids, for a format that keeps the ids in a companion
         file (enough to score rows with a pointwise model). None when the file holds its ids.
 
@@ -105,9 +108,10 @@ def _query_file(path):
     return {os.fspath(path) + ".query": "query sizes"}
 
 
-def _libsvm_rows(path, *, n_features=None, dtype=np.float64, dense=True):
+def _libsvm_rows(path, *, n_features=None, dtype=np.float64, dense=True, missing_values=MISSING_VALUES):
     """The rows of a libsvm file, ``(X, y)``, without query ids."""
-    X, y = _read(path, n_features=n_features, dtype=dtype, zero_based="auto", query_id=False)
+    X, y = _read(path, n_features=n_features, dtype=dtype, zero_based="auto", query_id=False,
+                 missing_values=missing_values)
     return _finish(X, path, dense), y
 
 
@@ -193,7 +197,8 @@ def detect_file_format(path):
                      f"give one of {', '.join(map(repr, FILE_FORMATS))}.")
 
 
-def read_ranking_file(path, format=None, *, n_features=None, dtype=np.float64, dense=True, require_groups=True):
+def read_ranking_file(path, format=None, *, n_features=None, dtype=np.float64, dense=True, require_groups=True,
+                      missing_values=MISSING_VALUES):
     """Read a ranking data file of any format of :data:`FILE_FORMATS` into ``X, y, groups``.
 
     Parameters
@@ -213,6 +218,8 @@ def read_ranking_file(path, format=None, *, n_features=None, dtype=np.float64, d
         Whether the query ids must be read. False reads a file whose format keeps them
         in a companion file that is missing (a LightGBM file without its ``.query``
         file): ``groups`` is then None.
+    missing_values : str, sequence of str or None, default=("NULL",)
+        Value tokens read as NaN (LETOR 4.0's ``1:NULL``); ``()`` or None reads numbers only.
 
     Returns
     -------
@@ -256,7 +263,7 @@ def read_ranking_file(path, format=None, *, n_features=None, dtype=np.float64, d
         raise ValueError(f"unknown ranking file format {format!r}; the formats are "
                          f"{', '.join(map(repr, FILE_FORMATS))}.")
     spec = FILE_FORMATS[format]
-    options = {"n_features": n_features, "dtype": dtype, "dense": dense}
+    options = {"n_features": n_features, "dtype": dtype, "dense": dense, "missing_values": missing_values}
     if not require_groups and spec.rows_reader is not None and not all(
             os.path.exists(companion) for companion in spec.companions(path)):
         return (*spec.rows_reader(path, **options), None)

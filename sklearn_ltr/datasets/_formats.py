@@ -9,6 +9,8 @@ the checks and error messages that name the file.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import os
 
 import numpy as np
@@ -19,23 +21,42 @@ from sklearn.utils import check_array
 from sklearn_ltr._atomic import write_atomically
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._validation import check_relevance
-from sklearn_ltr.datasets._text_lines import READ_ERRORS, decompression_error, first_bad_line
+from sklearn_ltr.datasets._missing import (
+    MISSING_VALUES,
+    WRITTEN_MISSING_VALUE,
+    check_missing_values,
+    encode_missing,
+    nan_lines,
+)
+from sklearn_ltr.datasets._text_lines import READ_ERRORS, compression, decompression_error, first_bad_line
 from sklearn_ltr.datasets._text_lines import file_name as _name
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
 __all__ = ["dump_lightgbm_ranking", "dump_svmlight_ranking", "load_lightgbm_ranking", "load_svmlight_ranking"]
 
 
-def _read(path, *, n_features, dtype, zero_based, query_id):
-    """``load_svmlight_file`` with errors that name ``path``."""
+def _parse(path, tokens, **options):
+    """``load_svmlight_file`` of ``path`` (a file name or a binary file object), ``tokens`` read as NaN."""
+    if not tokens:
+        return load_svmlight_file(path, **options)
+    if not isinstance(path, (str, os.PathLike)):
+        return load_svmlight_file(nan_lines(path, tokens), **options)
+    opener = {"gzip": gzip.open, "bzip2": bz2.open}.get(compression(path), open)
+    with opener(path, "rb") as f:
+        return load_svmlight_file(nan_lines(f, tokens), **options)
+
+
+def _read(path, *, n_features, dtype, zero_based, query_id, missing_values=MISSING_VALUES):
+    """``load_svmlight_file`` with errors that name ``path``; ``missing_values`` tokens read as NaN."""
     if isinstance(path, (str, os.PathLike)) and not os.path.exists(path):
         raise FileNotFoundError(f"no such ranking data file: {_name(path)!r}")
+    tokens = check_missing_values(missing_values)
     try:
-        return load_svmlight_file(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=query_id)
+        return _parse(path, tokens, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=query_id)
     except InvalidParameterError:  # a bad argument (dtype, n_features, ...), not a bad file
         raise
     except (ValueError, TypeError, OverflowError) as err:
-        bad = first_bad_line(path)  # name the line at fault where one is
+        bad = first_bad_line(path, missing_values=tokens)  # name the line at fault where one is
         if bad is not None:
             raise ValueError(f"could not read {_name(path)!r} as an SVMlight/libsvm ranking file: line {bad[0]}: "
                              f"{bad[1]}.") from err
@@ -57,7 +78,8 @@ def _finish(X, path, dense):
     return X.toarray() if dense else X
 
 
-def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based="auto", dense=True):
+def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based="auto", dense=True,
+                          missing_values=MISSING_VALUES):
     """Load a LETOR / SVMlight ranking file with ``qid:`` query ids.
 
     Each line reads ``<label> qid:<id> <index>:<value> ... [# comment]``, the format of
@@ -78,6 +100,10 @@ def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based
         (the LETOR convention) unless it holds an index 0.
     dense : bool, default=True
         Return ``X`` as a dense ndarray; False keeps scipy's CSR matrix.
+    missing_values : str, sequence of str or None, default=("NULL",)
+        Value tokens read as NaN, e.g. LETOR 4.0's ``NULL`` (``1:NULL``); ``nan`` is read
+        as NaN anyway. ``()`` or None reads numbers only. A sparse ``X`` stores NaN
+        explicitly. See the user guide's section on missing values.
 
     Returns
     -------
@@ -126,7 +152,8 @@ def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based
     >>> X_wide.shape
     (3, 4)
     """
-    X, y, qid = _read(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=True)
+    X, y, qid = _read(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=True,
+                      missing_values=missing_values)
     X = _finish(X, path, dense)
     if qid.shape[0] == 0:
         raise ValueError(
@@ -141,15 +168,19 @@ def load_svmlight_ranking(path, *, n_features=None, dtype=np.float64, zero_based
     return X, y, qid.astype(np.int64, copy=False)
 
 
-def _check_dump(X, y, groups):
-    """Validate writer inputs; return X (ndarray or CSR), y and the QueryGroups index."""
+def _check_dump(X, y, groups, missing_value=None, owner=None):
+    """Validate writer inputs; return X (ndarray or CSR, NaN then a sentinel), y, the QueryGroups index and
+    the wrapper of the output file that writes NaN as ``missing_value`` (see ``_missing.encode_missing``)."""
     if not sp.issparse(X) and np.ndim(X) != 2:
         raise ValueError(f"X must be 2-D, one row of features per document; got shape {np.shape(X)}.")
-    X = check_array(X, accept_sparse="csr", dtype="numeric", input_name="X")
+    X = check_array(X, accept_sparse="csr", dtype="numeric", input_name="X", ensure_all_finite=False)
+    if np.isinf(X.data if sp.issparse(X) else X).any():
+        raise ValueError("X contains infinity; the formats write finite features (or NaN, as a missing value).")
+    X, wrap = encode_missing(X, missing_value, owner=owner)
     y = check_relevance(y, name="y")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows; pass one label per row.")
-    return X, y, QueryGroups(groups, n_samples=X.shape[0])
+    return X, y, QueryGroups(groups, n_samples=X.shape[0]), wrap
 
 
 def _labels(y):
@@ -157,7 +188,8 @@ def _labels(y):
     return y.astype(np.int64) if np.array_equal(y, np.round(y)) else y
 
 
-def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None):
+def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None,
+                          missing_value=WRITTEN_MISSING_VALUE):
     """Write a LETOR / SVMlight ranking file with ``qid:`` query ids.
 
     Rows are written **sorted by query id** (a stable sort: rows of a query keep their
@@ -170,7 +202,7 @@ def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None)
     Parameters
     ----------
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        Features, finite.
+        Features: finite, or NaN for a missing value.
     y : array-like of shape (n_samples,)
         Non-negative relevance labels; whole numbers are written as integers.
     groups : array-like of shape (n_samples,)
@@ -184,6 +216,10 @@ def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None)
         files do.
     comment : str, default=None
         Text written as ``#`` comment lines at the top of the file.
+    missing_value : str or None, default="NULL"
+        The token written for a NaN feature: LETOR 4.0's ``NULL``, which the readers
+        (``missing_values``' default) and LightGBM read back as missing. ``"nan"`` writes
+        what :func:`sklearn.datasets.load_svmlight_file` reads; None refuses NaN.
 
     See Also
     --------
@@ -216,7 +252,7 @@ def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None)
     >>> bool(np.array_equal(X_back, X[order])), y_back.tolist(), groups_back.tolist()
     (True, [0.0, 1.0, 2.0], [4, 9, 9])
     """
-    X, y, qg = _check_dump(X, y, groups)
+    X, y, qg, wrap = _check_dump(X, y, groups, missing_value, owner="dump_svmlight_ranking")
     if qg.ids.dtype.kind not in "iu":
         raise ValueError(
             "groups holds string query ids, but the SVMlight format stores integer 'qid:' values; "
@@ -224,7 +260,7 @@ def dump_svmlight_ranking(X, y, groups, path, *, zero_based=False, comment=None)
         )
     qid = qg.ids[qg.codes].astype(np.int64)
     write_atomically(path, lambda f: dump_svmlight_file(
-        X[qg.order], _labels(y)[qg.order], f, zero_based=zero_based, comment=comment, query_id=qid[qg.order],
+        X[qg.order], _labels(y)[qg.order], wrap(f), zero_based=zero_based, comment=comment, query_id=qid[qg.order],
     ))
 
 
@@ -279,7 +315,8 @@ def _read_sizes(query_path, n_rows):
     return np.array(sizes, dtype=np.int64)
 
 
-def load_lightgbm_ranking(path, *, query_path=None, n_features=None, dtype=np.float64, zero_based="auto", dense=True):
+def load_lightgbm_ranking(path, *, query_path=None, n_features=None, dtype=np.float64, zero_based="auto", dense=True,
+                          missing_values=MISSING_VALUES):
     """Load LightGBM ranking data: libsvm rows plus a ``.query`` file of group sizes.
 
     The data file holds ``<label> <index>:<value> ...`` lines with the rows of each query
@@ -301,6 +338,10 @@ def load_lightgbm_ranking(path, *, query_path=None, n_features=None, dtype=np.fl
         file holds an index 0.
     dense : bool, default=True
         Return ``X`` as a dense ndarray; False keeps scipy's CSR matrix.
+    missing_values : str, sequence of str or None, default=("NULL",)
+        Value tokens read as NaN, e.g. LETOR 4.0's ``NULL`` (``1:NULL``); ``nan`` is read
+        as NaN anyway. ``()`` or None reads numbers only. A sparse ``X`` stores NaN
+        explicitly. See the user guide's section on missing values.
 
     Returns
     -------
@@ -342,13 +383,15 @@ def load_lightgbm_ranking(path, *, query_path=None, n_features=None, dtype=np.fl
     """
     if query_path is None:
         query_path = os.fspath(path) + ".query"
-    X, y = _read(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=False)
+    X, y = _read(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=False,
+                 missing_values=missing_values)
     X = _finish(X, path, dense)
     sizes = _read_sizes(query_path, X.shape[0])
     return X, y, np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
 
 
-def dump_lightgbm_ranking(X, y, groups, path, *, query_path=None, zero_based=False):
+def dump_lightgbm_ranking(X, y, groups, path, *, query_path=None, zero_based=False,
+                          missing_value=WRITTEN_MISSING_VALUE):
     """Write LightGBM ranking data: a libsvm file and its ``.query`` group sizes file.
 
     Each file is written whole or not at all: an error half-way leaves a previous file intact.
@@ -361,7 +404,7 @@ def dump_lightgbm_ranking(X, y, groups, path, *, query_path=None, zero_based=Fal
     Parameters
     ----------
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        Features, finite.
+        Features: finite, or NaN for a missing value.
     y : array-like of shape (n_samples,)
         Non-negative relevance labels; whole numbers are written as integers.
     groups : array-like of shape (n_samples,)
@@ -372,6 +415,9 @@ def dump_lightgbm_ranking(X, y, groups, path, *, query_path=None, zero_based=Fal
         The group sizes file; defaults to ``path + ".query"``.
     zero_based : bool, default=False
         Write zero-based feature indices (default one-based, like LightGBM's examples).
+    missing_value : str or None, default="NULL"
+        The token written for a NaN feature; LightGBM's parser and
+        :func:`load_lightgbm_ranking` read ``NULL`` as missing. None refuses NaN.
 
     See Also
     --------
@@ -400,10 +446,11 @@ def dump_lightgbm_ranking(X, y, groups, path, *, query_path=None, zero_based=Fal
     >>> X.ravel().tolist(), y.tolist(), groups.tolist()
     ([2.0, 1.0, 3.0], [1.0, 0.0, 2.0], [0, 1, 1])
     """
-    X, y, qg = _check_dump(X, y, groups)
+    X, y, qg, wrap = _check_dump(X, y, groups, missing_value, owner="dump_lightgbm_ranking")
     if query_path is None:
         query_path = os.fspath(path) + ".query"
     # Each file is written whole or not at all: an error half-way leaves any previous file intact.
-    write_atomically(path, lambda f: dump_svmlight_file(X[qg.order], _labels(y)[qg.order], f, zero_based=zero_based))
+    write_atomically(path, lambda f: dump_svmlight_file(X[qg.order], _labels(y)[qg.order], wrap(f),
+                                                        zero_based=zero_based))
     sizes = "".join(f"{size}\n" for size in qg.sizes).encode()
     write_atomically(query_path, lambda f: f.write(sizes))

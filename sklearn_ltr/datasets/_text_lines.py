@@ -15,6 +15,8 @@ import gzip
 import os
 import zlib
 
+from sklearn_ltr.datasets._missing import looks_missing
+
 __all__ = ["data_lines", "decompression_error", "first_bad_line", "first_data_line", "libsvm_line_problem"]
 
 #: Compressed files that :func:`sklearn.datasets.load_svmlight_file` decompresses, by file name suffix.
@@ -109,8 +111,14 @@ def _short(text, limit=30):
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def libsvm_line_problem(fields):
-    """Why a data line's fields are not ``<label> [qid:<id>] <index>:<value> ...``, or None."""
+def libsvm_line_problem(fields, missing_values=()):
+    """Why a data line's fields are not ``<label> [qid:<id>] <index>:<value> ...``, or None.
+
+    A value among ``missing_values`` (tokens, as bytes) is a missing value, not a problem. A
+    value that looks like a missing-value marker (``NA``, ``?``) is named with the option that
+    reads it as one.
+    """
+    tokens = [token.decode("utf-8", errors="replace") for token in missing_values]
     try:
         float(fields[0])
     except ValueError:
@@ -124,24 +132,28 @@ def libsvm_line_problem(fields):
                 int(value)
             elif int(key) < 0:
                 raise ValueError
-            else:
+            elif value not in tokens:
                 float(value)
         except ValueError:
-            return f"{_short(field)} is not '<index>:<value>' (or 'qid:<integer>')"
+            reason = f"{_short(field)} is not '<index>:<value>' (or 'qid:<integer>')"
+            if sep and key != "qid" and looks_missing(value):
+                reason += (f"; if {value!r} marks a missing value, read it as NaN with "
+                           f"missing_values={(*tokens, value)!r}")
+            return reason
     return None
 
 
-def first_bad_line(path, problem=libsvm_line_problem):
+def first_bad_line(path, problem=libsvm_line_problem, missing_values=None):
     """``(line_number, reason)`` of the first data line of ``path`` that ``problem`` rejects, else None.
 
     None too when ``path`` is not a file name or cannot be read to the end (the caller's own
-    error then stands).
+    error then stands). ``missing_values`` (tokens, as bytes) is passed on to ``problem``.
     """
     if not isinstance(path, (str, os.PathLike)):
         return None
     try:
         for number, fields in data_lines(path):
-            reason = problem(fields)
+            reason = problem(fields) if missing_values is None else problem(fields, missing_values)
             if reason:
                 return number, reason
     except (ValueError, *READ_ERRORS):
