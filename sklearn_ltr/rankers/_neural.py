@@ -280,6 +280,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         net.fit(build_dataset(query_groups, X, y, query_weights=query_weights, **extras))
         self.net_ = net
         self.n_iter_ = sum("train_loss" in row for row in net.history)
+        self.resumed_from_epoch_ = getattr(net, "resumed_from_epoch_", None)  # set by the checkpoint callback
         self.device_ = str(net.device)
         self.best_iteration_ = None
         if self.early_stopping:

@@ -104,8 +104,12 @@ checkpoint_dir : str or path-like, default=None
     it and ends with the model an uninterrupted fit gives; a
     checkpoint of other parameters or data is refused. Under
     ``distributed=True`` rank 0 writes it and every process reads
-    it. See the user guide's page on training from disk and
-    resuming."""
+    it. After ``fit``, the attribute ``resumed_from_epoch_`` is the
+    number of epochs the checkpoint held when the fit resumed from
+    it (the epochs it then trained are ``resumed_from_epoch_ + 1``
+    to ``n_iter_``), and None when the fit started fresh (as every
+    fit without ``checkpoint_dir`` does). See the user guide's page
+    on training from disk and resuming."""
 
 # The shared training parameters: name -> (numpydoc entry, constraints), in signature order.
 # Each ranker writes them out in its ``__init__`` (keyword-only, after its own parameters).

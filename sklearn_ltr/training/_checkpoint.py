@@ -15,6 +15,8 @@ that the next epoch depends on:
 
 A later ``fit`` with the same parameters on the same data restores all of it at the start of
 training and runs the remaining epochs only: the resumed fit is the fit that would have been.
+The net's ``resumed_from_epoch_`` (the estimator's too) says from which: the epochs the
+checkpoint held, or None when the fit started fresh.
 The file is written with :func:`sklearn_ltr._atomic.write_atomically`, so a crash during the
 write leaves the previous checkpoint whole. A checkpoint of other parameters, of other data or
 that cannot be read is refused with the reason, and left as it is.
@@ -263,6 +265,7 @@ class TrainingCheckpoint(Callback):
         self._fingerprint = data_fingerprint(X)
         self._summary = f"{X.n_rows} rows of {len(X)} queries"
         self._parameters = dict(self.parameters or {})
+        net.resumed_from_epoch_ = None  # the estimator's resumed_from_epoch_: None for a fresh start
         state = self._read()
         if state is None:
             return
@@ -279,6 +282,7 @@ class TrainingCheckpoint(Callback):
         _restore_rank_state(net, state["ranks"][rank])
         # Epochs the loop skips: those done, or all of them when that fit had ended.
         net.resumed_epochs_ = math.inf if state["finished"] else len(state["history"])
+        net.resumed_from_epoch_ = len(state["history"])
 
     def _state(self, net, finished):
         rank, world_size = _world(net)
