@@ -94,6 +94,12 @@ def check_relevance(y, *, name="y_true", integer=False):
         click models need grades 0, 1, 2, ...).
     """
     y = _as_1d(y, name)
+    if y.dtype.kind in "US":
+        raise ValueError(
+            f"{name} holds strings (dtype {y.dtype}), not numbers: relevance grades must be numeric. If they are "
+            f"numbers written as text ('0', '1', '2'), convert them first: {name}.astype(int) (or "
+            f"{name}.astype(float) for fractional grades)."
+        )
     if y.dtype.kind not in "biuf":
         raise ValueError(f"{name} must hold numeric relevance grades; got dtype {y.dtype}.")
     y = y.astype(np.float64, copy=False)

@@ -130,6 +130,22 @@ def test_float64_features_beyond_float32_are_refused_by_neural_rankers_without_a
             ranker.predict(huge, groups=qid)
 
 
+def test_labels_written_as_text_name_y_and_the_fix_in_every_ranker(data, fitted):
+    X, y, qid = data
+    entry, ranker = fitted
+    labels, extras = _inputs(entry, y)
+    message = (r"^y holds strings \(dtype [<|][US]\d+\), not numbers: relevance grades must be numeric\. If they are "
+               r"numbers written as text \('0', '1', '2'\), convert them first: y\.astype\(int\) \(or "
+               r"y\.astype\(float\) for fractional grades\)\.$")
+    for text in (labels.astype(int).astype(str), labels.astype(int).astype(bytes)):
+        with pytest.raises(ValueError, match=message):
+            _quiet(entry.make_fast().fit, X, text, groups=qid, **extras)
+        with pytest.raises(ValueError, match=r"^y_true holds strings .* y_true\.astype\(int\)"):  # score's metric
+            ranker.score(X, text, groups=qid)
+        refit = _quiet(entry.make_fast().fit, X, text.astype(int), groups=qid, **extras)  # the fix it names works
+        assert np.isfinite(refit.predict(X, groups=qid)).all()
+
+
 def _length_message(name, n_given, n_rows=300):
     """The argument's name, then both lengths, whatever the wording between them."""
     return rf"^{re.escape(name)}\b.*\b{n_given}\b.*\b{n_rows}\b|^{re.escape(name)}\b.*\b{n_rows}\b.*\b{n_given}\b"
@@ -223,7 +239,8 @@ def _cli_nan(tmp_path, monkeypatch):
     Path("train.txt").write_text("# a comment\n0 qid:1 1:0.5 2:1\n1 qid:1 1:0.2 2:nan\n2 qid:2 1:0.1 2:0.3\n")
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
-        status = main(["train", "--model", "ranknet", "--train", "train.txt", "--out", "model.pkl"])
+        status = main(["train", "--model", "ranknet", "--train", "train.txt", "--out", "model.pkl",
+                       "--preprocessing", "log1p-standardize"])  # auto would impute the NaN
     assert status == 2 and not Path("model.pkl").exists()
     return [stderr.getvalue()]
 
@@ -301,7 +318,8 @@ def _cases(X, y, qid, tmp_path, monkeypatch):
         "``dcg_score`` whose value overflows float64 (exponential gain of a label of 1024 or more)":
             lambda: _said(_metric("dcg_score"), [1100.5, 0], [1, 0], [1, 1]),
         "NaN or infinite scores": lambda: _said(_metric("ndcg_score"), [1, 0], [np.nan, 0], [1, 1]),
-        "a data file with NaN features for a neural model (``train``, ``predict``, ``evaluate``), or infinite ones "
+        "a data file with NaN features for a neural model that does not impute them (``train --preprocessing "
+        "log1p-standardize``, or ``predict`` and ``evaluate`` with a model without an imputer), or infinite ones "
         "for any": lambda: _cli_nan(tmp_path, monkeypatch),
     }
 
@@ -398,8 +416,9 @@ def test_the_cli_names_the_line_of_a_nan_in_a_file_scored_by_a_neural_model(tmp_
             assert main([command[0], "--model", "model.pkl", "--data", "test.txt", *command[1:]]) == 2
         assert stderr.getvalue() == (
             "sklearn-ltr: error: --data 'test.txt', line 5: feature 1 is nan, and model 'model.pkl' cannot take "
-            "missing values (1 row of the file holds NaN). Fill them in the file, or train with --model "
-            "lambdamart, which treats NaN as a missing value.\n")
+            "missing values (1 row of the file holds NaN). Train with --preprocessing impute-standardize, "
+            "impute-log1p-standardize or impute (or auto), which impute them, or with --model lambdamart, which "
+            "treats NaN as a missing value; or fill them in the file.\n")
     assert not Path("scores.txt").exists()
     # LambdaMART takes the NaN as a missing value; the infinity beside it is refused, on the same line.
     with quiet:

@@ -39,7 +39,8 @@ def _settings(out):
 
 
 def test_the_cli_defaults_of_lambdamart():
-    assert CLI_DEFAULTS == {"lambdamart": {"n_estimators": 300, "learning_rate": 0.02, "num_leaves": 15},
+    assert CLI_DEFAULTS == {"lambdamart": {"n_estimators": 300, "learning_rate": 0.02, "num_leaves": 15,
+                                           "eval_at": (10,)},
                             "ranknet": {"lr": 2e-3, "max_epochs": 30}}
     models = demo_models()
     assert models[0][1:3] == ("lambdamart", {})  # the demo's LambdaMART is train's
@@ -51,10 +52,11 @@ def test_train_uses_and_prints_them(files, tmp_path, capsys):
     status, out, err = run(capsys, "train", "--model", "lambdamart", "--train", files["train"], "--out", out_path,
                            "--threads", "1", "--param", "min_child_samples=5")
     assert status == 0, err
-    assert _settings(out) == ("LambdaMARTRanker(learning_rate=0.02, min_child_samples=5, n_estimators=300, n_jobs=1, "
-                              "num_leaves=15, random_state=0); every other parameter at its default")
+    assert _settings(out) == ("LambdaMARTRanker(eval_at=(10,), learning_rate=0.02, min_child_samples=5, "
+                              "n_estimators=300, n_jobs=1, num_leaves=15, random_state=0); every other parameter at "
+                              "its default")
     model = joblib.load(out_path)
-    assert (model.learning_rate, model.n_estimators, model.num_leaves) == (0.02, 300, 15)
+    assert (model.learning_rate, model.n_estimators, model.num_leaves, model.eval_at) == (0.02, 300, 15, (10,))
     assert model.cli_metadata_["settings"] == _settings(out)
 
 
@@ -80,6 +82,52 @@ def test_neural_settings(files, tmp_path, capsys):
     assert status == 0, err
     assert _settings(out) == ("SetRankRanker(d_model=8, max_epochs=1, random_state=0); every other parameter at its "
                               "default")  # no command-line defaults of its own
+
+
+def test_the_settings_line_names_the_eval_at_used(files, tmp_path, capsys):
+    """LambdaMART's eval_at is the command line's (10,) with or without --valid, or --param's; the line says which."""
+    for extra, eval_at in (([], (10,)), (["--valid", files["valid"]], (10,)),
+                           (["--valid", files["valid"], "--param", "eval_at=(3, 5)"], (3, 5))):
+        model = tmp_path / "m.joblib"
+        status, out, err = run(capsys, "train", "--model", "lambdamart", "--train", files["train"], "--out", model,
+                               "--threads", "1", "--param", "n_estimators=5", *extra)
+        assert status == 0, err
+        assert f"eval_at={eval_at!r}" in _settings(out)
+        fitted = joblib.load(model)
+        assert tuple(fitted.eval_at) == eval_at
+        if extra:  # LightGBM evaluated the validation file at exactly those cut-offs
+            assert sorted(fitted.evals_result_["vali"]) == [f"ndcg@{k}" for k in eval_at]
+
+
+def test_a_resumed_fit_says_from_which_epoch(files, tmp_path, capsys, monkeypatch):
+    from sklearn_ltr.training._checkpoint import TrainingCheckpoint
+
+    class Crash(Exception):
+        pass
+
+    write = TrainingCheckpoint.on_epoch_end
+
+    def crash_after_epoch_3(self, net, **kwargs):
+        write(self, net, **kwargs)
+        if len(net.history) == 3:
+            raise Crash
+
+    args = ["train", "--model", "ranknet", "--train", files["train"], "--out", tmp_path / "m.joblib", "--param",
+            "max_epochs=5", "--param", "hidden_sizes=(8,)", "--param", f"checkpoint_dir={str(tmp_path / 'ckpt')!r}"]
+    monkeypatch.setattr(TrainingCheckpoint, "on_epoch_end", crash_after_epoch_3)
+    with pytest.raises(Crash):
+        run(capsys, *args)
+    monkeypatch.undo()
+    status, out, err = run(capsys, *args)
+    assert status == 0, err
+    assert re.search(r"^resumed ranknet \(RankNetRanker\) from epoch 3 of the checkpoint; trained epochs 4-5 in "
+                     r"\d+\.\d s \(epochs 5; preprocessing log1p-standardize\)$", out, re.M), out
+    status, out, err = run(capsys, *args)  # the checkpoint's fit had ended: nothing left to train
+    assert status == 0, err
+    assert "resumed ranknet (RankNetRanker) from epoch 5 of the checkpoint; trained no further epoch" in out
+    status, out, err = run(capsys, *args[:-2])  # no checkpoint: the line it always was
+    assert status == 0, err
+    assert re.search(r"^trained ranknet \(RankNetRanker\) in \d+\.\d s \(epochs 5;", out, re.M), out
 
 
 def test_describe_settings_by_hand():
@@ -117,9 +165,9 @@ def test_demo_states_its_settings_and_the_convention(files, tmp_path, capsys):
     text = " ".join(out.split())
     assert "* Test queries: 1 of 20 queries have no relevant document (label > 0): counted as 0 in every metric" in text
     assert ("'sklearn-ltr train' uses the class defaults, except its own for lambdamart n_estimators=300, "
-            "learning_rate=0.02, num_leaves=15; ranknet lr=0.002, max_epochs=30.") in text
+            "learning_rate=0.02, num_leaves=15, eval_at=(10,); ranknet lr=0.002, max_epochs=30.") in text
     settings = out.split("max_epochs=30.\n", 1)[1].splitlines()
     assert [line.split(": ", 1)[0].strip() for line in settings] == [label for label, *_ in demo_models(quick=True)]
     # --quick: 100 trees at 0.05 instead of train's 300 at 0.02; no vali.txt, so no early stopping.
-    assert settings[0] == ("  LambdaMARTRanker: LambdaMARTRanker(learning_rate=0.05, n_jobs=1, num_leaves=15, "
-                           "random_state=0); every other parameter at its default")
+    assert settings[0] == ("  LambdaMARTRanker: LambdaMARTRanker(eval_at=(10,), learning_rate=0.05, n_jobs=1, "
+                           "num_leaves=15, random_state=0); every other parameter at its default")

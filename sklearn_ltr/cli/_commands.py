@@ -24,7 +24,7 @@ from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_r
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import empty_queries, empty_query_note, metric_values, parse_metrics
 from sklearn_ltr.cli._model_files import load_model, save_model
-from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model, settable_params
+from sklearn_ltr.cli._models import MODELS, estimator_errors, fit_model, imputes, resolve_preprocessing, settable_params
 from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output, write_scores
 from sklearn_ltr.cli._params import parse_params
 from sklearn_ltr.cli._propensities import IPS_METRICS, click_log_inputs, wants_click_log
@@ -65,15 +65,18 @@ def train(args):
         raise CLIError(f"--simulate-clicks needs a positive number of sessions per query; got {args.simulate_clicks}.")
     if not 0 <= args.logging_quality <= 1:
         raise CLIError(f"--logging-quality must be in [0, 1]; got {args.logging_quality}.")
-    data = read_ranking(args.train, args.format)
-    valid = read_ranking(args.valid, args.format) if args.valid else None
+    data = read_ranking(args.train, args.format, missing=args.missing_values)
+    valid = read_ranking(args.valid, args.format, missing=args.missing_values) if args.valid else None
     if valid is not None:  # a sparse file may lack the other's last features: pad both to the wider one
         n_features = max(data.X.shape[1], valid.X.shape[1])
         data = align_features(data, n_features, against=f"--valid {args.valid!r}")
         valid = align_features(valid, n_features, against=f"--train {args.train!r}")
+    preprocessing = resolve_preprocessing(spec, args.preprocessing,
+                                          missing=any(rows is not None and rows.n_missing for rows in (data, valid)))
     for option, rows in (("--train", data), ("--valid", valid)):
         if rows is not None:
-            _data_files.check_features(rows, spec.cls(), option=option, model_name=spec.name)
+            _data_files.check_features(rows, spec.cls(), option=option, model_name=spec.name,
+                                       imputed=imputes(preprocessing))
     print(f"train {data.describe()}", flush=True)
     if valid is not None:
         print(f"valid {valid.describe()}", flush=True)
@@ -82,7 +85,8 @@ def train(args):
         rows = click_log(data, positions_path=args.positions, simulate=args.simulate_clicks, w=args.logging_quality,
                          random_state=args.seed)
         print(f"two-tower: {rows.description}", flush=True)
-    estimator, report = fit_model(spec, params, rows, valid, preprocessing=args.preprocessing,
+    estimator, report = fit_model(spec, params, rows, valid, preprocessing=preprocessing,
+                                  impute_strategy=args.impute_strategy,
                                   early_stopping=not args.no_early_stopping, seed=args.seed, threads=args.threads,
                                   progress=_progress.progress_wanted(args.progress), desc=f"train {spec.name}")
     files = {"train": (data, "--train"), **({"valid": (valid, "--valid")} if valid is not None else {})}
@@ -93,10 +97,13 @@ def train(args):
                train_file=os.path.abspath(args.train), valid_file=args.valid and os.path.abspath(args.valid),
                empty_query_rule=args.empty_queries, **report, **scores)
     ran = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in report.items()
-                    if key not in ("fit_seconds", "preprocessing", "settings") and value is not None)
+                    if key not in ("fit_seconds", "preprocessing", "settings", "impute_strategy", "resumed_from_epoch")
+                    and value is not None)
     if report["preprocessing"] != "none":
         ran += f"; preprocessing {report['preprocessing']}"
-    print(f"trained {spec.name} ({spec.estimator}) in {report['fit_seconds']:.1f} s ({ran})")
+        if imputes(report["preprocessing"]):
+            ran += f" (missing values: {report['impute_strategy']}, with indicator columns)"
+    print(_trained_line(spec, report, ran))
     print(f"settings: {report['settings']}")
     print("NDCG@10: " + ", ".join(f"{key.split('_')[0]} {value:.4f}" for key, value in scores.items()))
     note = empty_query_note(NDCG10, 0, 0, args.empty_queries, counts=[
@@ -105,6 +112,21 @@ def train(args):
         print(f"* {note}")
     print(f"saved model to {args.out}")
     return 0
+
+
+def _trained_line(spec, report, ran):
+    """``trained NAME (CLASS) in S s (...)``; a fit resumed from a checkpoint says from which epoch."""
+    resumed = report.get("resumed_from_epoch")
+    if resumed is None:
+        return f"trained {spec.name} ({spec.estimator}) in {report['fit_seconds']:.1f} s ({ran})"
+    epochs = report["epochs"]
+    if epochs > resumed:
+        trained = f"trained epoch{'s' if epochs > resumed + 1 else ''} " + (
+            f"{resumed + 1}-{epochs}" if epochs > resumed + 1 else f"{epochs}")
+    else:
+        trained = "trained no further epoch (the checkpoint's fit had ended)"
+    return (f"resumed {spec.name} ({spec.estimator}) from epoch {resumed} of the checkpoint; {trained} in "
+            f"{report['fit_seconds']:.1f} s ({ran})")
 
 
 def model_scores(model, data, model_path):
@@ -123,9 +145,9 @@ def model_scores(model, data, model_path):
     return scores
 
 
-def _read_for_model(path, fmt, model, model_path, *, require_groups):
+def _read_for_model(path, fmt, model, model_path, *, require_groups, missing):
     reads_ids = reads_query_column(model.estimator)
-    data = read_ranking(path, fmt, require_groups=require_groups or model.list_context or reads_ids)
+    data = read_ranking(path, fmt, require_groups=require_groups or model.list_context or reads_ids, missing=missing)
     _data_files.check_features(data, model.estimator, option="--data", model_name=f"model {model_path!r}")
     return align_features(data, file_features(model.estimator, model.n_features), model_name=f"model {model_path!r}")
 
@@ -136,7 +158,8 @@ def predict(args):
                                                *data_file_inputs("--data", args.data, args.format)])
     check_output_path(args.out, "scores file")
     model = load_model(args.model)
-    data = _read_for_model(args.data, args.format, model, args.model, require_groups=False)
+    data = _read_for_model(args.data, args.format, model, args.model, require_groups=False,
+                           missing=args.missing_values)
     write_scores(args.out, model_scores(model, data, args.model))
     return 0
 
@@ -150,10 +173,11 @@ def evaluate(args):
                        "(scores written by predict or any other ranker, one per row).")
     if args.model is not None:
         model = load_model(args.model)
-        data = _read_for_model(args.data, args.format, model, args.model, require_groups=True)
+        data = _read_for_model(args.data, args.format, model, args.model, require_groups=True,
+                               missing=args.missing_values)
         scores, source = model_scores(model, data, args.model), f"model {args.model} ({model.name})"
     else:
-        data = read_ranking(args.data, args.format)
+        data = read_ranking(args.data, args.format, missing=args.missing_values)
         scores = read_rows_of_numbers(args.scores, len(data.y), what="scores file")
         source = f"scores {args.scores}"
     propensity, log = click_log_inputs(args, data)
@@ -191,7 +215,8 @@ def convert(args):
     if os.path.abspath(args.target) == os.path.abspath(args.source):
         raise CLIError("the layout folder must not be the data file itself.")
     try:
-        convert_ranking(args.source, args.target, format=fmt, n_features=args.n_features, overwrite=args.overwrite)
+        convert_ranking(args.source, args.target, format=fmt, n_features=args.n_features, overwrite=args.overwrite,
+                        missing_values=_data_files.missing_values(args.missing_values))
     except (ValueError, OSError) as err:
         raise _data_files.input_error(args.source, err) from err
     print(f"wrote {args.target}")

@@ -327,7 +327,7 @@ def compare(args):
     baseline = _baseline(args.baseline, names, args.systems)
     if args.report is not None:
         _check_report(args)
-    data = read_ranking(args.data, args.format)
+    data = read_ranking(args.data, args.format, missing=args.missing_values)
     scores, sources = _system_scores(args, names, data)
     propensity, log = click_log_inputs(args, data)
     empty = empty_queries(data.y, data.groups)

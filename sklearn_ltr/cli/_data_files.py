@@ -13,6 +13,10 @@ the command line knows (which ``--format`` to use).
 cannot take (NaN for a neural model, infinity for any), before the model would report only a row
 number of its input.
 
+Value tokens such as LETOR 4.0's ``NULL`` (``1:NULL``) are read as NaN, a missing value:
+``--missing-values`` lists them (:data:`MISSING_VALUES_OPTION` by default; ``''`` reads numbers only),
+and :func:`missing_values` turns the option into the readers' ``missing_values``.
+
 Positions and scores files hold one number per line (``#`` comments and blank lines skipped).
 
 A file's *features* are its own: the highest feature index it holds (SVMlight and LightGBM
@@ -26,7 +30,9 @@ single rows, reach feature 277), and a truncated file or one of another feature 
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -46,6 +52,7 @@ from sklearn_ltr.utils._system import physical_memory
 __all__ = [
     "FAR_BELOW",
     "FORMATS",
+    "MISSING_VALUES_OPTION",
     "RankingFile",
     "align_features",
     "check_features",
@@ -54,12 +61,16 @@ __all__ = [
     "detect_format",
     "far_below",
     "input_error",
+    "missing_values",
     "read_ranking",
     "read_rows_of_numbers",
 ]
 
 #: File formats of ``--format`` (besides ``auto``): the library's registry.
 FORMATS = tuple(FILE_FORMATS)
+
+#: ``--missing-values`` default: the tokens read as NaN, comma-separated (LETOR 4.0's).
+MISSING_VALUES_OPTION = "NULL"
 
 #: A file whose highest feature index is at most this fraction of the features it is padded to is
 #: warned about (see the module docstring).
@@ -87,11 +98,23 @@ class RankingFile:
     def n_queries(self):
         return 0 if self.groups is None else len(np.unique(self.groups))
 
+    @property
+    def n_missing(self):
+        """Number of NaN feature values (missing values)."""
+        X = self.X
+        low, high = (X.min(), X.max()) if X.size else (0.0, 0.0)
+        return 0 if np.isfinite(low) and np.isfinite(high) else int(np.count_nonzero(np.isnan(X)))
+
     def describe(self):
-        """``"PATH: ROWS rows, QUERIES queries, FEATURES features"``: the file's own counts, padded or not."""
+        """``"PATH: ROWS rows, QUERIES queries, FEATURES features"``: the file's own counts, padded or not.
+
+        A file with missing values adds how many (``, 1,234 missing values (12.3%)``).
+        """
         queries = "queries unknown" if self.groups is None else f"{self.n_queries:,} queries"
         padded = "" if self.X.shape[1] == self.n_file_features else f" (padded to {self.X.shape[1]})"
-        return f"{self.path}: {len(self.y):,} rows, {queries}, {self.n_file_features} features{padded}"
+        missing = self.n_missing
+        share = f", {missing:,} missing values ({100 * missing / self.X.size:.1f}%)" if missing else ""
+        return f"{self.path}: {len(self.y):,} rows, {queries}, {self.n_file_features} features{padded}{share}"
 
 
 def check_input(path, what="data file"):
@@ -106,8 +129,8 @@ def input_error(path, err, what="data file"):
     """The :class:`CLIError` of an error reading ``path``: the library's message (naming the file), or an I/O error."""
     if isinstance(err, OSError):
         return CLIError(f"cannot read {what} {getattr(err, 'filename', None) or path!r}: {err.strerror or err}.")
-    if isinstance(err, ValueError):
-        message = str(err).rstrip(".") + "."
+    if isinstance(err, ValueError):  # the readers' missing_values=(...) is the option --missing-values here
+        message = _option_spelling(str(err)).rstrip(".") + "."
         return CLIError(message if path in message else f"cannot read {what} {path!r}: {message}")
     return CLIError(f"cannot read {what} {path!r}: {type(err).__name__}: {err}.")
 
@@ -173,7 +196,31 @@ def _dense(path, X):
         raise CLIError(f"{too_big}, more than the memory available. Is a feature index wrong?") from err
 
 
-def read_ranking(path, fmt="auto", *, require_groups=True):
+def missing_values(option):
+    """The readers' ``missing_values`` of a ``--missing-values`` value: comma-separated tokens, ``''`` none."""
+    from sklearn_ltr.datasets._missing import check_missing_values
+
+    tokens = tuple(token.strip() for token in option.split(",") if token.strip())
+    try:
+        check_missing_values(tokens, name="--missing-values")
+    except (TypeError, ValueError) as err:
+        raise CLIError(str(err).split(" To treat")[0]) from None
+    return tokens
+
+
+def _option_spelling(message):
+    """``message`` with the readers' ``missing_values=(...)`` written as the option ``--missing-values ...``."""
+    def option(match):
+        try:
+            tokens = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError):
+            return match.group(0)
+        return "--missing-values " + ",".join(tokens if isinstance(tokens, tuple) else (tokens,))
+
+    return re.sub(r"missing_values=(\([^)]*\))", option, message)
+
+
+def read_ranking(path, fmt="auto", *, require_groups=True, missing=MISSING_VALUES_OPTION):
     """Read a ranking data file into a :class:`RankingFile` (dense features, file row order).
 
     Parameters
@@ -186,6 +233,8 @@ def read_ranking(path, fmt="auto", *, require_groups=True):
     require_groups : bool, default=True
         Whether a LightGBM file needs its ``.query`` file. False reads one without it
         (``groups=None``): enough to score rows with a pointwise model.
+    missing : str, default=MISSING_VALUES_OPTION
+        ``--missing-values``: comma-separated value tokens read as NaN.
     """
     if is_ranking_layout(path):  # written by 'sklearn-ltr convert': memory-mapped, never copied whole
         try:
@@ -197,7 +246,8 @@ def read_ranking(path, fmt="auto", *, require_groups=True):
     fmt = detected if fmt == "auto" else fmt
     _check_format(path, fmt, detected, require_groups)
     try:
-        X, y, groups = read_ranking_file(path, fmt, dense=False, require_groups=require_groups)
+        X, y, groups = read_ranking_file(path, fmt, dense=False, require_groups=require_groups,
+                                         missing_values=missing_values(missing))
     except _READ_ERRORS as err:
         raise input_error(path, err) from err
     if X.shape[0] == 0:
@@ -243,10 +293,16 @@ def _line_of_row(path, row):
     return None
 
 
-def check_features(data, estimator, *, option, model_name):
+def _imputes(estimator):
+    """Whether ``estimator`` is a Pipeline with an imputer (``SimpleImputer``, ...) among its steps."""
+    return hasattr(estimator, "steps") and any(type(step).__name__.endswith("Imputer") for _, step in estimator.steps)
+
+
+def check_features(data, estimator, *, option, model_name, imputed=False):
     """Raise :class:`CLIError` naming the file and line of the first row whose features ``estimator`` cannot take.
 
-    NaN is refused unless the model treats it as a missing value (LambdaMART); infinity always.
+    NaN is refused unless the model treats it as a missing value (LambdaMART) or imputes it (a
+    Pipeline with an imputer, ``--preprocessing impute-...``); infinity always.
 
     Parameters
     ----------
@@ -259,6 +315,8 @@ def check_features(data, estimator, *, option, model_name):
         The option that named the file (``--train``, ``--data``), for the message.
     model_name : str
         The model, for the message.
+    imputed : bool, default=False
+        Whether NaN is imputed before ``estimator`` sees it (``train --preprocessing impute-...``).
     """
     from sklearn.utils import get_tags
 
@@ -268,10 +326,12 @@ def check_features(data, estimator, *, option, model_name):
         return
     final = estimator[-1] if hasattr(estimator, "steps") else estimator
     nan = np.isnan(X)
-    if nan.any() and not get_tags(final).input_tags.allow_nan:
+    if nan.any() and not (imputed or _imputes(estimator) or get_tags(final).input_tags.allow_nan):
         where, count = _first_bad_row(data, nan, option)
-        raise CLIError(f"{where}, and {model_name} cannot take missing values ({count} NaN). Fill them in the "
-                       f"file, or train with --model lambdamart, which treats NaN as a missing value.")
+        raise CLIError(f"{where}, and {model_name} cannot take missing values ({count} NaN). Train with "
+                       f"--preprocessing impute-standardize, impute-log1p-standardize or impute (or auto), which "
+                       f"impute them, or with --model lambdamart, which treats NaN as a missing value; or fill them "
+                       f"in the file.")
     infinite = np.isinf(X)
     if infinite.any():
         where, count = _first_bad_row(data, infinite, option)

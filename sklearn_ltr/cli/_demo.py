@@ -10,9 +10,11 @@ where it supports it (the same rules as ``train --valid``), and is scored on the
 queries: NDCG@1/5/10 and MAP@10. The rows:
 
 - random scores and pointwise Ridge regression on the labels (``Log1pTransformer``,
-  ``StandardScaler``, ``Ridge``): the floor any ranker must beat;
+  ``StandardScaler``, ``Ridge``; on data with missing values, a ``SimpleImputer`` with
+  indicator columns first): the floor any ranker must beat;
 - the five rankers, trained as ``sklearn-ltr train`` trains them (same default preprocessing),
-  with settings chosen to finish quickly on a laptop CPU;
+  with settings chosen to finish quickly on a laptop CPU (on data with missing values, such as
+  LETOR 4.0's MQ2007-agg, the neural rankers impute them as ``train --preprocessing auto`` does);
 - ``TwoTowerDebiasedRanker`` trains on **clicks**, not labels: every training query is shown
   several times by a logging ranker and clicked under a position-based model
   (:func:`sklearn_ltr.datasets.simulate_clicks`, examination ``1 / position``); it is scored
@@ -34,7 +36,7 @@ import numpy as np
 
 from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._clicks import simulate_sessions
-from sklearn_ltr.cli._data_files import RankingFile, align_features, read_ranking
+from sklearn_ltr.cli._data_files import MISSING_VALUES_OPTION, RankingFile, align_features, read_ranking
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import empty_queries as empty_mask
 from sklearn_ltr.cli._metrics import empty_query_note, metric_values, parse_metrics
@@ -83,7 +85,7 @@ def _split_synthetic(n_queries, seed):
     return files["train"], files["vali"], files["test"], description
 
 
-def _read_fold(data_dir):
+def _read_fold(data_dir, missing_values=MISSING_VALUES_OPTION):
     if not os.path.isdir(data_dir):
         raise CLIError(f"--data {data_dir!r} is not a directory; give a LETOR fold directory holding "
                        f"train.txt, test.txt and optionally vali.txt.")
@@ -91,9 +93,10 @@ def _read_fold(data_dir):
     if missing:
         raise CLIError(f"--data {data_dir!r} lacks {' and '.join(missing)}; a LETOR fold directory holds "
                        f"train.txt, test.txt and optionally vali.txt.")
-    train, test = (read_ranking(os.path.join(data_dir, f"{name}.txt")) for name in ("train", "test"))
+    train, test = (read_ranking(os.path.join(data_dir, f"{name}.txt"), missing=missing_values)
+                   for name in ("train", "test"))
     vali_path = os.path.join(data_dir, "vali.txt")
-    vali = read_ranking(vali_path) if os.path.isfile(vali_path) else None
+    vali = read_ranking(vali_path, missing=missing_values) if os.path.isfile(vali_path) else None
     for name, part in (("train.txt", train), ("vali.txt", vali), ("test.txt", test)):
         y = None if part is None else part.y
         if y is not None and not (np.isfinite(y).all() and y.min() >= 0 and np.array_equal(y, np.round(y))):
@@ -113,6 +116,9 @@ def _read_fold(data_dir):
                       + ("" if same else f" / {p.n_file_features} features") for name, p in present)
     labels = "-".join(f"{v:g}" for v in (train.y.min(), train.y.max()))
     features = f"{n_features} features, " if same else ""
+    missing_share = sum(p.n_missing for _, p in present) / sum(p.X.size for _, p in present)
+    if missing_share:
+        features += f"{100 * missing_share:.1f}% of feature values missing, "
     return train, vali, test, f"LETOR fold {data_dir}: {features}labels {labels}; {parts}"
 
 
@@ -130,6 +136,7 @@ def _metrics(test, scores, label, empty):
 
 
 def _ridge(train, test):
+    from sklearn.impute import SimpleImputer
     from sklearn.linear_model import Ridge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -137,8 +144,10 @@ def _ridge(train, test):
     from sklearn_ltr import Log1pTransformer
 
     start = time.perf_counter()
+    # Ridge takes no NaN: with missing values in the data, they are imputed first (as the neural models do).
+    impute = [SimpleImputer(add_indicator=True)] if train.n_missing or test.n_missing else []
     with estimator_errors("Ridge regression"):
-        model = make_pipeline(Log1pTransformer(), StandardScaler(), Ridge()).fit(train.X, train.y)
+        model = make_pipeline(*impute, Log1pTransformer(), StandardScaler(), Ridge()).fit(train.X, train.y)
         scores = model.predict(test.X)
     return scores, time.perf_counter() - start
 
@@ -153,7 +162,7 @@ def _print_table(rows, out):
 
 
 def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=None, threads=None, out=None,
-             empty_queries="default"):
+             empty_queries="default", missing_values=MISSING_VALUES_OPTION):
     """Train the demo's models and print the table; returns ``[(row label, metrics, fit seconds)]``.
 
     Parameters
@@ -174,12 +183,14 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
         Where the table goes; None is standard output.
     empty_queries : {"default", "zero", "drop"}, default="default"
         How test queries without a relevant document count (``--empty-queries``).
+    missing_values : str, default="NULL"
+        ``--missing-values``: comma-separated value tokens of the fold's files read as NaN.
     """
     out = sys.stdout if out is None else out
     if data_dir is not None:
         if n_queries is not None:
             raise CLIError("--queries sets the size of the synthetic data; it does not apply with --data.")
-        train, vali, test, description = _read_fold(data_dir)
+        train, vali, test, description = _read_fold(data_dir, missing_values)
     else:
         n_queries = n_queries or (N_QUERIES_QUICK if quick else N_QUERIES)
         if n_queries < 8:
@@ -208,7 +219,9 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
             scores = estimator.predict(test.X, groups=test.groups)
         values = _metrics(test, scores, label, empty_queries)
         rows.append((label, values, report["fit_seconds"]))
-        settings.append(f"  {label}: {report['settings']}")
+        imputed = f" (missing values imputed: --preprocessing {report['preprocessing']})" if report.get(
+            "impute_strategy") else ""
+        settings.append(f"  {label}: {report['settings']}{imputed}")
         if not show:
             print(f"  {label}: {report['fit_seconds']:.1f} s, test NDCG@10 {values[2]:.4f}", file=sys.stderr,
                   flush=True)

@@ -9,7 +9,7 @@ import sys
 import warnings
 
 from sklearn_ltr import _threads
-from sklearn_ltr.cli._data_files import FORMATS
+from sklearn_ltr.cli._data_files import FORMATS, MISSING_VALUES_OPTION
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import add_empty_queries_option
 from sklearn_ltr.cli._propensities import add_click_log_options
@@ -70,8 +70,10 @@ parameters (see its docstring, e.g. python -c "help('sklearn_ltr.RankNetRanker')
 Rankers train with their constructor's defaults (see their docstrings) except where the
 command line has its own, chosen on five LETOR folds of MQ2008 and OHSUMED: lambdamart
 n_estimators=300, learning_rate=0.02, num_leaves=15 (LightGBM's learning rate 0.1 stopped after
-a few trees on them), ranknet lr=0.002, max_epochs=30. After training, a 'settings:' line shows
-every parameter that differs from the constructor's defaults, as a Python call of the ranker.
+a few trees on them) and eval_at=(10,) (the NDCG@10 it reports and early-stops on; the class
+monitors NDCG@1, 3, 5 and 10), ranknet lr=0.002, max_epochs=30. After training, a 'settings:'
+line shows every parameter that differs from the constructor's defaults, as a Python call of
+the ranker.
 
 With --valid, the validation file's NDCG@10 is reported, and used for early stopping:
 lambdamart stops after early_stopping_rounds (default 50) rounds without improvement;
@@ -158,11 +160,18 @@ def _formatter(prog):
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
+def _add_missing_values(parser):
+    parser.add_argument("--missing-values", default=MISSING_VALUES_OPTION, metavar="TOKENS",
+                        help="comma-separated value tokens of the data files read as a missing value (NaN), e.g. "
+                             "NULL,NA (default NULL, as LETOR 4.0 writes them; '' reads numbers only)")
+
+
 def _add_common(parser, *, data_format=True):
     if data_format:
         parser.add_argument("--format", choices=("auto", *FORMATS), default="auto",
                             help="format of the data files: 'auto' (default) reads 'qid:' on the first data line as "
                                  "SVMlight/LETOR, else LightGBM with query sizes in FILE.query")
+        _add_missing_values(parser)
     parser.add_argument("--traceback", action="store_true",
                         help="on an error, show the Python traceback instead of the one-line message")
 
@@ -180,7 +189,7 @@ def _add_progress(parser):
 def build_parser():
     """The :class:`argparse.ArgumentParser` of ``sklearn-ltr`` with its commands."""
     from sklearn_ltr import __version__
-    from sklearn_ltr.cli._models import MODELS, PREPROCESSING
+    from sklearn_ltr.cli._models import IMPUTE_STRATEGIES, MODELS, PREPROCESSING
 
     parser = argparse.ArgumentParser(prog=_PROG, description=_DESCRIPTION, epilog=_EXAMPLES, formatter_class=_formatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -190,6 +199,7 @@ def build_parser():
     demo = commands.add_parser("demo", help="train every ranker on embedded data (or a LETOR fold) and compare them",
                                description=_DEMO, formatter_class=_formatter)
     demo.add_argument("--data", metavar="DIR", help="a LETOR fold directory instead of the synthetic data")
+    _add_missing_values(demo)
     demo.add_argument("--queries", type=int, metavar="N", help="number of synthetic queries (default 600; 150 quick)")
     demo.add_argument("--quick", action="store_true", help="fewer queries, epochs and trees: a smoke run")
     demo.add_argument("--seed", type=int, default=0, help="seed of the data, its split, the clicks and the models "
@@ -212,7 +222,11 @@ def build_parser():
                        help="a ranker parameter, repeatable; VALUE is a Python literal (0.05, '(64, 32)', None, "
                             "true), else a string (softmax)")
     train.add_argument("--preprocessing", choices=("auto", *PREPROCESSING), default="auto",
-                       help="feature transform before the ranker (default auto: see above)")
+                       help="feature transform before the ranker (default auto: see above); the impute choices fill "
+                            "missing values first")
+    train.add_argument("--impute-strategy", default="mean", metavar="STRATEGY",
+                       help=f"how the impute choices fill a missing value: {', '.join(IMPUTE_STRATEGIES)} (default "
+                            f"mean: the feature's mean over the training rows)")
     train.add_argument("--no-early-stopping", action="store_true",
                        help="with --valid, only report its NDCG@10; train for the full budget")
     train.add_argument("--seed", type=int, default=0, help="random_state of the ranker and of the click simulation "
@@ -305,7 +319,8 @@ def _run(args):
         warnings.simplefilter("error", TrainingInterruptedWarning)
         if args.command == "demo":
             _demo.run_demo(data_dir=args.data, n_queries=args.queries, quick=args.quick, seed=args.seed,
-                           progress=args.progress, threads=args.threads, empty_queries=args.empty_queries)
+                           progress=args.progress, threads=args.threads, empty_queries=args.empty_queries,
+                           missing_values=args.missing_values)
             return 0
         if args.command == "compare":  # cli/_compare.py
             from sklearn_ltr.cli._compare import compare
@@ -360,7 +375,7 @@ def main(argv=None):
     ...     evaluated = main(["evaluate", "--model", model, "--data", data, "--metrics", "ndcg@10"])
     train ... rows, 30 queries, 5 features
     trained lambdamart (LambdaMARTRanker) in ... s (rounds 10)
-    settings: LambdaMARTRanker(learning_rate=0.02, n_estimators=10, n_jobs=1, num_leaves=15, random_state=0); ...
+    settings: LambdaMARTRanker(eval_at=(10,), learning_rate=0.02, n_estimators=10, n_jobs=1, num_leaves=15, ...
     NDCG@10: train 0...
     saved model to ...
     ...

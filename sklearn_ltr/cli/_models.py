@@ -16,6 +16,15 @@ features (counts, BM25 scores, PageRank) as well as on normalised ones. With pre
 the fitted model is a :class:`~sklearn.pipeline.Pipeline` whose last step, ``ranker``, is
 the ranker; ``--param`` values always set parameters of the ranker.
 
+Missing values (NaN, e.g. LETOR 4.0's ``NULL``): the ``impute`` choices put
+:class:`~sklearn.impute.SimpleImputer` with ``add_indicator=True`` first (``impute``,
+``impute-standardize``, ``impute-log1p-standardize``): each missing value is filled by the
+feature's training mean (``--impute-strategy``, :data:`IMPUTE_STRATEGIES`), and a 0/1 column
+per feature with missing values says where. ``--preprocessing auto`` picks the model's
+default's ``impute`` variant when the training data holds NaN and the model cannot take it
+(every model but lambdamart, which LightGBM trains with NaN as a missing value):
+:func:`resolve_preprocessing`.
+
 The command line trains a ranker with its constructor's defaults, except where
 :data:`CLI_DEFAULTS` sets its own (LambdaMART's and RankNet's, chosen on five LETOR folds of
 MQ2008 and OHSUMED: ``benchmarks/results/cli_defaults.md``); ``--param`` overrides either. ``train``
@@ -24,7 +33,8 @@ differ from the constructor's defaults, as a call of the class.
 
 A validation file is used where the ranker supports it: LambdaMART gets it as ``eval_set``
 and, with early stopping, stops when its NDCG@10 has not improved for
-``early_stopping_rounds`` rounds (50 unless set; ``eval_at`` defaults to ``(10,)``); a
+``early_stopping_rounds`` rounds (50 unless set; ``eval_at`` is ``(10,)``, a command-line
+default of :data:`CLI_DEFAULTS`, with or without a validation file); a
 neural ranker records ``vali_ndcg@10`` after every epoch in ``history_`` and, with early
 stopping, stops after ``n_iter_no_change`` epochs without improvement and restores the
 best epoch's weights. Neither changes what is saved: the command line's callbacks are
@@ -44,8 +54,8 @@ from sklearn_ltr.cli import _progress
 from sklearn_ltr.cli._errors import CLIError
 
 __all__ = [
-    "CLI_DEFAULTS", "ESTIMATOR_ERRORS", "MODELS", "PREPROCESSING", "ModelSpec", "describe_settings",
-    "estimator_errors", "fit_model", "settable_params",
+    "CLI_DEFAULTS", "ESTIMATOR_ERRORS", "IMPUTE_STRATEGIES", "MODELS", "PREPROCESSING", "ModelSpec",
+    "describe_settings", "estimator_errors", "fit_model", "imputes", "resolve_preprocessing", "settable_params",
 ]
 
 #: What the estimators' ``fit`` and ``predict`` raise for a value the user gave, reported as a user
@@ -73,9 +83,12 @@ LAMBDAMART_PATIENCE = 50
 #: (best iteration 2 on MQ2008 fold 1), and 300 trees, which early stopping never reached there
 #: and which scored best without --valid. RankNet: the demo's learning rate and epoch budget,
 #: which beat the class's (lr 1e-3, 20 epochs) on both data sets. Measured over the five folds of
-#: MQ2008 and OHSUMED: benchmarks/results/cli_defaults.md (bench_cli_defaults.py).
+#: MQ2008 and OHSUMED: benchmarks/results/cli_defaults.md (bench_cli_defaults.py). LambdaMART's
+#: ``eval_at=(10,)``: the NDCG@10 that train reports and early-stops on (the class's (1, 3, 5, 10)
+#: would stop when any of four cut-offs stalls), set with or without --valid so that the settings
+#: line is the same.
 CLI_DEFAULTS = {
-    "lambdamart": {"n_estimators": 300, "learning_rate": 0.02, "num_leaves": 15},
+    "lambdamart": {"n_estimators": 300, "learning_rate": 0.02, "num_leaves": 15, "eval_at": (10,)},
     "ranknet": {"lr": 2e-3, "max_epochs": 30},
 }
 
@@ -135,8 +148,14 @@ class _Models(Mapping):
 #: The rankers the command line trains: those of the registry with a ``cli_name``.
 MODELS = _Models()
 
-#: ``--preprocessing`` choices (``auto`` is the model's default).
-PREPROCESSING = ("none", "standardize", "log1p-standardize")
+#: ``--preprocessing`` choices (``auto`` is the model's default, see :func:`resolve_preprocessing`).
+PREPROCESSING = ("none", "standardize", "log1p-standardize", "impute", "impute-standardize", "impute-log1p-standardize")
+
+#: ``--impute-strategy`` choices, :class:`~sklearn.impute.SimpleImputer`'s ``strategy``; ``constant=VALUE``
+#: fills ``VALUE``. The default, ``mean``, is one a neural ranker trains well with on any features (a
+#: constant far outside a feature's values, e.g. a rank worse than any, stretches its scale); with
+#: ``add_indicator=True`` the model also sees where a value was missing.
+IMPUTE_STRATEGIES = ("mean", "median", "most_frequent", "constant=VALUE")
 
 
 def settable_params(spec):
@@ -167,13 +186,56 @@ def _same(a, b):
         return False
 
 
-def _preprocessing_steps(kind):
+def imputes(kind):
+    """Whether the ``--preprocessing`` choice ``kind`` imputes missing values."""
+    return kind.split("-")[0] == "impute"
+
+
+def resolve_preprocessing(spec, preprocessing, *, missing=False):
+    """The ``--preprocessing`` choice used: ``auto`` is the model's default, its ``impute`` variant on data with NaN.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+    preprocessing : str
+        ``auto`` or a name of :data:`PREPROCESSING` (returned as it is).
+    missing : bool, default=False
+        Whether the training (or validation) data holds NaN.
+    """
+    from sklearn.utils import get_tags
+
+    if preprocessing != "auto":
+        return preprocessing
+    kind = spec.preprocessing
+    if missing and not imputes(kind) and not get_tags(spec.cls()).input_tags.allow_nan:
+        kind = "impute" if kind == "none" else f"impute-{kind}"
+    return kind
+
+
+def _imputer(strategy):
+    from sklearn.impute import SimpleImputer
+
+    name, _, value = strategy.partition("=")
+    if name not in {choice.partition("=")[0] for choice in IMPUTE_STRATEGIES} or bool(value) != (name == "constant"):
+        raise CLIError(f"--impute-strategy must be one of {', '.join(IMPUTE_STRATEGIES)}; got {strategy!r}.")
+    try:
+        fill = float(value) if value else None
+    except ValueError:
+        raise CLIError(f"--impute-strategy constant=VALUE needs a number; got {value!r}.") from None
+    if fill is not None and not np.isfinite(fill):
+        raise CLIError(f"--impute-strategy constant=VALUE needs a finite number; got {value!r}.")
+    return SimpleImputer(strategy=name, fill_value=fill, add_indicator=True)
+
+
+def _preprocessing_steps(kind, impute_strategy="mean"):
     from sklearn.preprocessing import StandardScaler
 
     from sklearn_ltr import Log1pTransformer
 
-    return {"none": [], "standardize": [("scale", StandardScaler())],
-            "log1p-standardize": [("log1p", Log1pTransformer()), ("scale", StandardScaler())]}[kind]
+    imputer = [("impute", _imputer(impute_strategy))] if imputes(kind) else []
+    kind = kind.removeprefix("impute").lstrip("-") or "none"
+    return imputer + {"none": [], "standardize": [("scale", StandardScaler())],
+                      "log1p-standardize": [("log1p", Log1pTransformer()), ("scale", StandardScaler())]}[kind]
 
 
 def _strip_cli_callbacks(ranker):
@@ -205,7 +267,6 @@ def _fit_lambdamart(ranker, params, train, valid, *, early_stopping, progress, d
     kwargs = {}
     if valid is not None:
         kwargs = {"eval_set": [valid], "eval_names": ["vali"]}
-        ranker.set_params(eval_at=params.get("eval_at", (10,)))
         if early_stopping and params.get("early_stopping_rounds") is None:
             ranker.set_params(early_stopping_rounds=LAMBDAMART_PATIENCE)
     bar = _progress.BoostingBar(ranker.n_estimators, desc) if progress else None
@@ -247,6 +308,9 @@ def _fit_neural(ranker, train, valid, *, extras, early_stopping, progress, desc,
         if hasattr(ranker, "net_"):
             _strip_cli_callbacks(ranker)
     report = {"epochs": ranker.n_iter_}
+    resumed = getattr(ranker, "resumed_from_epoch_", None)
+    if resumed is not None:
+        report["resumed_from_epoch"] = resumed
     if valid is not None and early_stopping:
         history = np.asarray(ranker.history_[:, "vali_ndcg@10"], dtype=np.float64)
         report["best_epoch"] = int(np.nanargmax(history)) + 1 if np.isfinite(history).any() else None
@@ -254,7 +318,7 @@ def _fit_neural(ranker, train, valid, *, extras, early_stopping, progress, desc,
 
 
 def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_stopping=True, seed=0, threads=None,
-              progress=False, desc=None):
+              progress=False, desc=None, impute_strategy="mean"):
     """Build and train the ``spec`` ranker; returns ``(estimator, report)``.
 
     Parameters
@@ -265,7 +329,9 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
     train : object with ``X``, ``y``, ``groups`` (and ``positions`` for the two-tower model)
     valid : object with ``X``, ``y``, ``groups``, default=None
         Validation rows (see the module docstring).
-    preprocessing : {"auto", "none", "standardize", "log1p-standardize"}, default="auto"
+    preprocessing : "auto" or a name of :data:`PREPROCESSING`, default="auto"
+        ``auto``: :func:`resolve_preprocessing`, the model's default (its ``impute`` variant
+        when ``train`` or ``valid`` holds NaN and the model cannot take it).
     early_stopping : bool, default=True
         Stop on the validation NDCG@10 (only with ``valid``).
     seed : int, default=0
@@ -275,14 +341,18 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
         Show a progress bar on standard error.
     desc : str, default=None
         Text of the progress bar.
+    impute_strategy : str, default="mean"
+        The imputer's strategy with an ``impute`` choice (:data:`IMPUTE_STRATEGIES`).
 
     Returns
     -------
     estimator : ranker or Pipeline
         Fitted; ``estimator.predict(X, groups=groups)`` scores rows.
     report : dict
-        ``fit_seconds``, the ``preprocessing`` used, the epochs or boosting rounds run, and
-        ``settings``, the ranker's parameters (:func:`describe_settings`).
+        ``fit_seconds``, the ``preprocessing`` used (and its ``impute_strategy`` when it
+        imputes), the epochs or boosting rounds run (for a neural ranker resumed from a
+        checkpoint, ``resumed_from_epoch``), and ``settings``, the ranker's parameters
+        (:func:`describe_settings`).
 
     Raises
     ------
@@ -292,8 +362,10 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
     """
     from sklearn.pipeline import Pipeline
 
-    kind = spec.preprocessing if preprocessing == "auto" else preprocessing
-    steps = _preprocessing_steps(kind)
+    missing = preprocessing == "auto" and any(
+        part is not None and not np.isfinite(np.sum(part.X)) and np.isnan(part.X).any() for part in (train, valid))
+    kind = resolve_preprocessing(spec, preprocessing, missing=missing)
+    steps = _preprocessing_steps(kind, impute_strategy)
     defaults = {**CLI_DEFAULTS.get(spec.name, {}), "random_state": seed}
     if threads is not None and not spec.neural:
         defaults["n_jobs"] = threads
@@ -315,6 +387,8 @@ def fit_model(spec, params, train, valid=None, *, preprocessing="auto", early_st
                                  progress=progress, desc=desc, name=spec.name)
     report["fit_seconds"] = time.perf_counter() - start
     report["preprocessing"] = kind
+    if imputes(kind):
+        report["impute_strategy"] = impute_strategy
     report["settings"] = describe_settings(ranker)
     estimator = Pipeline([*steps, ("ranker", ranker)]) if steps else ranker
     return estimator, report
