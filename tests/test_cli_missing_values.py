@@ -167,3 +167,14 @@ def test_the_demo_baseline_imputes_only_data_with_nan(monkeypatch):
     assert [[name for name, _ in p.steps] for p in fitted] == [
         ["log1ptransformer", "standardscaler", "ridge"],
         ["simpleimputer", "log1ptransformer", "standardscaler", "ridge"]]
+
+
+def test_an_imputing_model_saves_and_loads_as_skops(fold, tmp_path, capsys):
+    pytest.importorskip("skops", reason="the skops model format needs the 'serving' extra")
+    path = tmp_path / "m.skops"
+    status, _, err = run(capsys, "train", "--model", "ranknet", "--train", fold / "train.txt", "--out", path,
+                         "--preprocessing", "impute-standardize", *RANKNET)
+    assert status == 0, err
+    status, _, err = run(capsys, "predict", "--model", path, "--data", fold / "test.txt", "--out", tmp_path / "s")
+    assert status == 0, err
+    assert np.isfinite(np.loadtxt(tmp_path / "s")).all()

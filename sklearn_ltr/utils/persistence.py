@@ -49,7 +49,9 @@ __all__ = ["TRUSTED_TYPES", "trusted_types"]
 _SHARED_TYPES = ("sklearn_ltr.preprocessing._log1p.Log1pTransformer",
                  "sklearn_ltr.preprocessing._query_normalizer.QueryNormalizer",
                  # what every fitted ranker records of its training features (feature_profile_)
-                 "sklearn_ltr._feature_profile.FeatureProfile")
+                 "sklearn_ltr._feature_profile.FeatureProfile",
+                 # SimpleImputer's fitted dtype (the command line's impute preprocessing): a dtype, no code.
+                 "numpy.dtype")
 
 
 def trusted_types():
