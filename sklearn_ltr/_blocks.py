@@ -12,8 +12,8 @@ Two cuts and one order, NumPy only (no torch):
   a function of the rows' bytes alone, so that predict is exactly invariant to the input
   row order;
 - :func:`canonical_query_order`: the order in which training sees the rows (every ranker's
-  ``fit``): by query, each query's rows in their canonical order, so that a model does not
-  depend on the order of the rows within a query.
+  ``fit``): by query, each query's rows sorted by their values (:func:`order_keys`), so that
+  a model does not depend on the order of the rows within a query.
 
 :func:`check_finite_scores` is the one error for a model that scored NaN or infinity.
 """
@@ -25,8 +25,8 @@ import itertools
 import numpy as np
 
 __all__ = [
-    "canonical_order", "canonical_query_order", "check_finite_scores", "padded_batches", "query_block_bounds",
-    "query_blocks", "sparse_row_keys",
+    "canonical_order", "canonical_query_order", "check_finite_scores", "order_keys", "padded_batches",
+    "query_block_bounds", "query_blocks", "sparse_row_keys",
 ]
 
 #: Passes that sort tied rows by one more 8-byte word before the rest of their bytes are compared at once.
@@ -239,21 +239,25 @@ def canonical_query_order(query_groups, X, *tie_breakers, documents=1 << 16):
     """Rows sorted by query, each query's rows in their canonical order: the order training sees them in.
 
     Queries come in the order of their sorted ids (as :attr:`QueryGroups.order`); inside a
-    query the rows are ordered by :func:`canonical_order`: by their bytes, then by the bytes of
-    each tie breaker (labels, display positions, ...), identical rows in input order (they are
-    interchangeable). The result is a function of each query's *set* of rows: shuffling the rows
-    within a query, or interleaving the queries differently, gives the same rows in the same
-    order, so a model trained on them is the same model, bit for bit. NaN compares by its bytes
-    like any value. Sparse rows compare by the bytes of their dense form, so that sparse and
-    dense input of the same values give the same order (blocks are made dense one at a time,
-    of at most about 64 MB); where one query's rows would take more than 256 MB dense, sparse
-    rows compare by :func:`sparse_row_keys` instead (a 64-bit hash of their entries: two
-    different rows of one query with the same hash and tie breakers would keep their input
-    order, a chance of about 2**-64 per pair).
+    query the rows are sorted by their features compared as numbers, the first feature first
+    (lexicographically), then by each tie breaker (labels, display positions, ...), identical
+    rows in input order (they are interchangeable). The result is a function of each query's
+    *set* of rows: shuffling the rows within a query, or interleaving the queries differently,
+    gives the same rows in the same order, so a model trained on them is the same model, bit for
+    bit. Numbers, not bytes, are compared, so that a strictly increasing transformation of a
+    feature (``log1p``, a standardisation) and another float dtype of the same values keep the
+    order: a model trained behind such a step sees its rows in the order it would see without
+    it. NaN sorts after every number, -0.0 before 0.0. Sparse rows compare by their dense form,
+    so that sparse and dense input of the same values give the same order (blocks are made
+    dense one at a time, of at most about 64 MB); where one query's rows would take more than
+    256 MB dense, sparse rows compare by :func:`sparse_row_keys` instead (a 64-bit hash of their
+    entries: two different rows of one query with the same hash and tie breakers would keep
+    their input order, a chance of about 2**-64 per pair).
 
-    Cost: one sort of a 64-bit key per row, and more bytes compared only for rows that tie on
-    it, in blocks of whole queries of about ``documents`` rows, so that at most one block of
-    rows is copied at a time (none when the block's rows are already contiguous in ``X``).
+    Cost: the values are mapped to unsigned keys whose byte order is their numeric order
+    (:func:`order_keys`), then :func:`canonical_order` sorts one 64-bit key per row and compares
+    more bytes only for rows that tie on it; in blocks of whole queries of about ``documents``
+    rows, so that at most one block of rows is copied at a time.
 
     Parameters
     ----------
@@ -262,7 +266,7 @@ def canonical_query_order(query_groups, X, *tie_breakers, documents=1 << 16):
     X : ndarray or sparse matrix of shape (n_samples, n_features)
         The features, in input row order.
     *tie_breakers : ndarray of shape (n_samples, ...)
-        Further per-row values in input row order, compared after the features.
+        Further per-row numbers in input row order, compared after the features.
     documents : int, default=65536
         Rows per block.
 
@@ -275,10 +279,10 @@ def canonical_query_order(query_groups, X, *tie_breakers, documents=1 << 16):
     --------
     >>> import numpy as np
     >>> from sklearn_ltr._groups import QueryGroups
-    >>> X = np.array([[2.0], [1.0], [3.0], [1.0]], dtype=np.float32)
-    >>> y = np.array([0.0, 0.0, 1.0, 2.0])
-    >>> canonical_query_order(QueryGroups([7, 5, 7, 5]), X, y).tolist()  # query 5: rows 1 and 3, by label
-    [1, 3, 0, 2]
+    >>> X = np.array([[2.0], [1.0], [3.0], [1.0], [np.nan]], dtype=np.float32)
+    >>> y = np.array([0.0, 2.0, 1.0, 0.0, 0.0])
+    >>> canonical_query_order(QueryGroups([7, 5, 7, 5, 7]), X, y).tolist()  # query 5: rows 3, 1 by label
+    [3, 1, 0, 2, 4]
     """
     import scipy.sparse as sp
 
@@ -300,14 +304,54 @@ def canonical_query_order(query_groups, X, *tie_breakers, documents=1 << 16):
         contiguous = last - first + 1 == len(rows) and (len(rows) < 2 or bool((np.diff(rows) == 1).all()))
         if sparse:
             block = (X[first:last + 1] if contiguous else X[rows]).toarray()
-        elif contiguous:
-            block = X[first:last + 1]  # the block's rows lie in order: a view, no copy
         else:
-            block = np.take(X, rows, axis=0)
-        within = canonical_order(block, query_groups.sizes[lo:hi], *(np.take(np.asarray(values), rows, axis=0)
-                                                                     for values in tie_breakers))
+            block = X[first:last + 1] if contiguous else np.take(X, rows, axis=0)
+        within = canonical_order(order_keys(block), query_groups.sizes[lo:hi],
+                                 *(order_keys(np.take(np.asarray(values), rows, axis=0)) for values in tie_breakers))
         canonical[offsets[lo]:offsets[hi]] = rows[within]
     return canonical
+
+
+def order_keys(values):
+    """Per-row unsigned big-endian keys whose bytes compare (``memcmp``) as the values do as numbers.
+
+    The usual map of IEEE floats to unsigned integers: a positive number gets its sign bit set,
+    a negative one all its bits flipped, so that the keys' order is the numbers' (-inf < ... <
+    -0.0 < 0.0 < ... < inf < NaN); signed integers get their sign bit flipped. Written
+    big-endian, row after row, the keys of a row compare byte by byte as its values compare
+    number by number, first column first.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_rows, ...)
+        Numbers: float, integer or boolean.
+
+    Returns
+    -------
+    keys : ndarray of shape (n_rows, ...)
+        Big-endian unsigned integers of the values' width.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> values = np.array([2.0, -1.0, np.nan, -0.0, 0.0, -np.inf], dtype=np.float32)
+    >>> keys = order_keys(values)
+    >>> values[np.argsort(keys.view(np.uint8).reshape(6, 4).view(">u4").ravel(), kind="stable")].tolist()
+    [-inf, -1.0, -0.0, 0.0, 2.0, nan]
+    """
+    values = np.ascontiguousarray(values)
+    if values.dtype.kind == "b":
+        values = values.astype(np.uint8)
+    if values.dtype.kind not in "fiu":
+        raise TypeError(f"order_keys compares numbers; got dtype {values.dtype}.")
+    unsigned = np.dtype(f"u{values.dtype.itemsize}")
+    bits = values.view(unsigned)
+    top = unsigned.type(1 << (8 * unsigned.itemsize - 1))
+    if values.dtype.kind == "f":
+        bits = np.where((bits & top) != 0, ~bits, bits | top)
+    elif values.dtype.kind == "i":
+        bits = bits ^ top
+    return bits.astype(unsigned.newbyteorder(">"))
 
 
 #: Odd 64-bit constants of the row hash (SplitMix64's).

@@ -43,10 +43,8 @@ def test_positions_train_lightgbms_unbiased_lambdarank_exactly(click_log):
     params = {**SMALL, "lambdarank_position_bias_regularization": 0.5}
     ranker = LambdaMARTRanker(**params).fit(X, clicks, groups=qid, positions=positions)
     # What a LightGBM user writes: rows sorted by query (each query's rows in canonical order: by the
-    # features' bytes, then the label's, then the position's), positions on the Dataset.
-    keys = [X[i].tobytes() + np.float64(clicks[i]).tobytes() + np.int32(positions[i]).tobytes()
-            for i in range(len(qid))]
-    order = np.array(sorted(range(len(qid)), key=lambda i: (qid[i], keys[i])))
+    # features, then the label, then the position, as numbers), positions on the Dataset.
+    order = np.array(sorted(range(len(qid)), key=lambda i: (qid[i], *X[i].tolist(), clicks[i], positions[i])))
     sizes = np.unique(qid[order], return_counts=True)[1]
     train = lightgbm.Dataset(X[order], clicks[order], group=sizes, position=positions[order])
     booster = lightgbm.train({"objective": "lambdarank", "num_leaves": 7, "min_data_in_leaf": 5, "num_threads": 1,

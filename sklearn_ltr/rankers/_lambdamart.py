@@ -44,7 +44,7 @@ class LambdaMARTRanker(BaseRanker):
     tree fits the :math:`\lambda_i` by Newton steps.
 
     Rows may come in any order: ``fit`` sorts them by ``groups``, each query's rows in
-    their canonical order (by the bytes of their features, then their label and display
+    their canonical order (by their features compared as numbers, then their label and display
     position: ``sklearn_ltr._blocks.canonical_query_order``), hands the run lengths to
     LightGBM as ``group`` and trains exactly the model a ``lightgbm.LGBMRanker`` given the
     rows in that order would. LightGBM's lambdarank depends on the order of a query's rows;

@@ -160,7 +160,7 @@ def sort_rows(query_groups, X, y, *per_row):
     """Rows in the order LightGBM trains on; no copy when they already are.
 
     By query (queries in the order of their sorted ids), each query's rows in their canonical
-    order (:func:`~sklearn_ltr._blocks.canonical_query_order`: by the features' bytes, then the
+    order (:func:`~sklearn_ltr._blocks.canonical_query_order`: by the features as numbers, then the
     label, then each of ``per_row``). LightGBM's lambdarank depends on the order of the rows
     within a query (it stable-sorts each query's documents by score, and sums gradients in row
     order), so this order makes the model the same, bit for bit, whatever the order of the rows

@@ -329,7 +329,7 @@ def build_dataset(query_groups, X, y=None, *, query_weights=None, **extras):
     """:class:`QueryDataset` of the rows grouped by ``query_groups``, each query's rows in canonical order.
 
     The rows of each query come in their canonical order
-    (:func:`~sklearn_ltr._blocks.canonical_query_order`: by the features' bytes, then the label,
+    (:func:`~sklearn_ltr._blocks.canonical_query_order`: by the features as numbers, then the label,
     then each extra per-row input), so that training does not depend on the order of the rows
     within a query: batches, the documents ``max_list_length`` keeps, the noise or dropout drawn
     per slot and every sum over a list see the same rows in the same places.
