@@ -13,8 +13,11 @@ and the previous file intact. ``evaluate`` writes nothing but standard output.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
+import warnings
 
 import numpy as np
 
@@ -29,6 +32,7 @@ from sklearn_ltr.cli._output import check_output_path, refuse_input_as_output, w
 from sklearn_ltr.cli._params import parse_params
 from sklearn_ltr.cli._propensities import IPS_METRICS, click_log_inputs, wants_click_log
 from sklearn_ltr.cli._query_input import file_features, model_input, reads_query_column
+from sklearn_ltr.exceptions import FeatureDriftWarning
 
 __all__ = ["convert", "evaluate", "model_scores", "predict", "train"]
 
@@ -131,7 +135,7 @@ def _trained_line(spec, report, ran):
 
 def model_scores(model, data, model_path):
     """The model's finite scores of ``data``; the estimator's errors (see ``ESTIMATOR_ERRORS``) are user errors."""
-    with estimator_errors(f"scoring {data.path!r} with model {model_path!r}"):
+    with estimator_errors(f"scoring {data.path!r} with model {model_path!r}"), _drift_on_stderr(data.path):
         X, kwargs = model_input(model.estimator, data.X, data.groups, model_name=f"model {model_path!r}")
         scores = np.asarray(model.estimator.predict(X, **kwargs), dtype=np.float64)
     if scores.shape != data.y.shape:
@@ -143,6 +147,28 @@ def model_scores(model, data, model_path):
                        f"NaN or infinite (the first: row {bad[0] + 1}); nothing is written. Do the features hold "
                        f"NaN or huge values?")
     return scores
+
+
+@contextlib.contextmanager
+def _drift_on_stderr(path):
+    """Show a :class:`~sklearn_ltr.exceptions.FeatureDriftWarning` of scoring ``path`` as one warning line on stderr.
+
+    Other warnings keep Python's handling.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", FeatureDriftWarning)
+        show = warnings.showwarning
+
+        def showwarning(message, category, filename, lineno, file=None, line=None):
+            if not issubclass(category, FeatureDriftWarning):
+                return show(message, category, filename, lineno, file, line)
+            print(f"sklearn-ltr: warning: {path!r}: {message} (Features are numbered from 0 here: feature j is "
+                  f"feature j + 1 of the file; the values are those the ranker sees, after the model's "
+                  f"preprocessing.)", file=sys.stderr, flush=True)
+            return None
+
+        warnings.showwarning = showwarning
+        yield
 
 
 def _read_for_model(path, fmt, model, model_path, *, require_groups, missing):
