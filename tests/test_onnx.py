@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from export_helpers import adjacent_float32_model, integer_model, split_thresholds  # tests/export_helpers.py
 from onnx_helpers import TOLERANCE, max_diff, ranks_by_first_feature  # tests/onnx_helpers.py
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
@@ -273,30 +274,8 @@ def test_dataframe_with_query_column_name(synthetic):
 def test_lambdamart_splits_decide_as_lightgbm_at_thresholds():
     # Feature 0 takes 200 adjacent float32 values: LightGBM's thresholds fall halfway between two of
     # them, where float32 thresholds (rounded to nearest) would send half of the values the other way.
-    rng = np.random.default_rng(0)
-    step = rng.integers(0, 200, 3000)
-    X = np.column_stack([np.float32(1) + step.astype(np.float32) * np.spacing(np.float32(1)),
-                         rng.normal(size=3000)]).astype(np.float32)
-    y = (step % 7 > 3).astype(int) + (step > 100)
-    qid = np.repeat(np.arange(150), 20)
-    ranker = LambdaMARTRanker(n_estimators=30, num_leaves=15, min_child_samples=5, random_state=0, n_jobs=1)
-    ranker.fit(X, y, groups=qid)
+    X, ranker = adjacent_float32_model()
     assert max_diff(OnnxScorer(to_onnx(ranker)).predict(X), ranker.predict(X)) <= 1e-6
-
-
-def _split_thresholds(booster):
-    """``(feature, threshold)`` of every numerical split of a LightGBM model, from ``dump_model()``."""
-    splits = []
-
-    def walk(node):
-        if "split_feature" in node:
-            splits.append((node["split_feature"], float(node["threshold"])))
-            walk(node["left_child"])
-            walk(node["right_child"])
-
-    for tree in booster.dump_model()["tree_info"]:
-        walk(tree["tree_structure"])
-    return splits
 
 
 def test_lambdamart_rows_exactly_on_every_threshold_go_as_in_lightgbm():
@@ -304,13 +283,9 @@ def test_lambdamart_rows_exactly_on_every_threshold_go_as_in_lightgbm():
     # (k + 0.5) or at its zero threshold (1e-35 as a float32, a value a float32 row can take).
     # Rows go on each threshold's nearest float32 and on the float32 values either side: on
     # the zero threshold exactly, a `<` for LightGBM's `<=` sends the row the other way.
+    X, ranker = integer_model()
     rng = np.random.default_rng(0)
-    X = rng.integers(0, 12, size=(3000, 3)).astype(np.float32)
-    y = (X[:, 0] > 5).astype(int) + (X[:, 1] % 3 == 0) + (X[:, 2] > 8)
-    qid = np.repeat(np.arange(150), 20)
-    ranker = LambdaMARTRanker(n_estimators=40, num_leaves=15, min_child_samples=5, random_state=0, n_jobs=1)
-    ranker.fit(X, y, groups=qid)
-    splits = sorted(set(_split_thresholds(ranker.booster_)))
+    splits = sorted(set(split_thresholds(ranker.booster_)))
     assert len(splits) >= 5
     rows = []
     for feature, threshold in splits:
@@ -356,7 +331,7 @@ def test_lambdamart_missing_values_on_a_threshold_of_exactly_zero_as_lightgbm():
     text = re.sub(r"^threshold=(.*)$", lambda m: "threshold=" + " ".join("0" for _ in m.group(1).split()), text,
                   flags=re.M)
     booster = lightgbm.Booster(model_str=re.sub(r"^tree_sizes=.*\n", "", text, flags=re.M))
-    splits = _split_thresholds(booster)
+    splits = split_thresholds(booster)
     assert len(splits) == 9 and {t for _, t in splits} == {0.0}
     values = (-1.0, 0.0, 1.0, np.nan)
     rows = np.array([[a, b] for a in values for b in values], dtype=np.float32)

@@ -1,4 +1,7 @@
-"""Export fitted rankers to ONNX, and score with the exported model in onnxruntime.
+"""Export fitted rankers to ONNX and to search engines' formats, and score with the exported ONNX model.
+
+:data:`~sklearn_ltr.export.EXPORT_FORMATS` lists every format (name, what it exports, writer);
+:func:`~sklearn_ltr.export.export` writes any of them.
 
 :func:`~sklearn_ltr.export.to_onnx` writes a ranker's scorer as an ONNX model that takes padded lists of
 documents, ``X`` ``[batch, list, n_features]`` (float32) and ``mask`` ``[batch, list]``
@@ -21,9 +24,18 @@ Examples
 >>> scorer = OnnxScorer(to_onnx(ranker))
 >>> bool(abs(scorer.predict(X, groups=qid) - ranker.predict(X, groups=qid)).max() < 1e-5)
 True
+
+The formats, each a name for :func:`~sklearn_ltr.export.export`:
+
+>>> from sklearn_ltr.export import EXPORT_FORMATS
+>>> [name for name in EXPORT_FORMATS][:3]
+['onnx', 'xgboost-json', 'ltr-plugin-xgboost']
 """
 
+from sklearn_ltr.export._formats import EXPORT_FORMATS, ExportFormat, export
 from sklearn_ltr.export._onnx import to_onnx
 from sklearn_ltr.export._scorer import OnnxScorer
+from sklearn_ltr.export._xgboost import to_ltr_plugin_xgboost, to_xgboost_json
 
-__all__ = ["OnnxScorer", "to_onnx"]
+__all__ = ["EXPORT_FORMATS", "ExportFormat", "OnnxScorer", "export", "to_ltr_plugin_xgboost", "to_onnx",
+           "to_xgboost_json"]
