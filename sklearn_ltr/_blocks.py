@@ -142,19 +142,46 @@ def _byte_rows(values):
     return values.reshape(values.shape[0], int(np.prod(values.shape[1:]))).view(np.uint8)
 
 
+class _Numbers:
+    """Rows of numbers compared as numbers: their bytes are those of :func:`order_keys`, made where read.
+
+    ``take`` (default: all rows in order) are the rows of ``values`` compared, so that only the
+    columns read of the rows read are gathered, never whole rows that one word already orders.
+    """
+
+    def __init__(self, values, take=None):
+        values = np.asarray(values)
+        self.values = values.reshape(values.shape[0], -1)
+        self.take = np.arange(values.shape[0]) if take is None else take
+        self.itemsize = values.dtype.itemsize
+        self.shape = (len(self.take), self.values.shape[1] * self.itemsize)
+
+    def bytes(self, index, k=None):
+        """The key bytes of the rows ``index``: all of them, or bytes ``8k:8k + 8``."""
+        per_word = 8 // self.itemsize
+        rows = self.take[index]
+        values = self.values[rows] if k is None else self.values[rows, k * per_word:(k + 1) * per_word]
+        keys = order_keys(values)
+        return keys.view(np.uint8).reshape(keys.shape[0], -1)
+
+
+def _row_bytes(source, index):
+    return source.bytes(index) if isinstance(source, _Numbers) else source[index]
+
+
 def _word(source, k, index):
     """Bytes ``8k:8k + 8`` of the rows ``index`` of ``source`` as big-endian uint64: their ``memcmp`` order.
 
     A row shorter than ``8k + 8`` bytes is padded with zero bytes, the same for every row,
     so the padding never decides an order.
     """
-    chunk = source[index, 8 * k:8 * k + 8]
+    chunk = source.bytes(index, k) if isinstance(source, _Numbers) else source[index, 8 * k:8 * k + 8]
     if chunk.shape[1] < 8:
         chunk = np.concatenate([chunk, np.zeros((chunk.shape[0], 8 - chunk.shape[1]), np.uint8)], axis=1)
     return np.ascontiguousarray(chunk).view(">u8").ravel().astype(np.uint64)
 
 
-def canonical_order(rows, sizes, *tie_breakers):
+def canonical_order(rows, sizes, *tie_breakers, numeric=False):
     """Order of each list's rows by their bytes (``memcmp``), identical rows in their given order.
 
     A list-context model is permutation equivariant, but in float32 the order in which
@@ -172,6 +199,9 @@ def canonical_order(rows, sizes, *tie_breakers):
         Rows of each list.
     *tie_breakers : ndarray of shape (n_rows, ...)
         Further per-row values (e.g. initial ranks), compared after the bytes of ``rows``.
+    numeric : bool, default=False
+        Compare the values as numbers, first column first, instead of their bytes: the bytes
+        of their :func:`order_keys`, made only for the columns and rows compared.
 
     Returns
     -------
@@ -186,10 +216,15 @@ def canonical_order(rows, sizes, *tie_breakers):
     >>> canonical_order(rows, [3, 2]).tolist()  # bytes 00 00 00 40 (2.0) before 00 00 80 3f (1.0)
     [1, 0, 2, 4, 3]
     """
+    sources = [(_Numbers if numeric else _byte_rows)(values) for values in (rows, *tie_breakers)]
+    return _source_order(sources, sizes)
+
+
+def _source_order(sources, sizes):
+    """:func:`canonical_order` of rows whose bytes ``sources`` give (byte rows or :class:`_Numbers`)."""
     sizes = np.asarray(sizes, dtype=np.int64)
     if int(sizes.sum()) == 0:
         return np.zeros(0, dtype=np.intp)
-    sources = [_byte_rows(values) for values in (rows, *tie_breakers)]
     words = [(source, k) for source in sources for k in range(-(-source.shape[1] // 8))]
     # The first key: the list's number in the high bits, the first word's leading bits below.
     bits = int(len(sizes) - 1).bit_length()
@@ -224,7 +259,7 @@ def canonical_order(rows, sizes, *tie_breakers):
         index = order[positions]
         by = np.argsort(index)
         run_bytes = run[by].astype(">u8").view(np.uint8).reshape(-1, 8)  # memcmp puts the run first
-        whole = np.concatenate([run_bytes, *(source[index[by]] for source in sources)], axis=1)
+        whole = np.concatenate([run_bytes, *(_row_bytes(source, index[by]) for source in sources)], axis=1)
         order[positions] = index[by[np.argsort(whole.view(np.dtype((np.void, whole.shape[1]))).ravel(),
                                                kind="stable")]]
     return order
@@ -254,10 +289,12 @@ def canonical_query_order(query_groups, X, *tie_breakers, documents=1 << 16):
     entries: two different rows of one query with the same hash and tie breakers would keep
     their input order, a chance of about 2**-64 per pair).
 
-    Cost: the values are mapped to unsigned keys whose byte order is their numeric order
-    (:func:`order_keys`), then :func:`canonical_order` sorts one 64-bit key per row and compares
-    more bytes only for rows that tie on it; in blocks of whole queries of about ``documents``
-    rows, so that at most one block of rows is copied at a time.
+    Cost: :func:`canonical_order` sorts one 64-bit key per row (the first values, mapped to
+    unsigned keys whose byte order is their numeric order by :func:`order_keys`) and maps and
+    compares more values only for rows that tie on it, reading ``X`` where it lies: only the
+    values compared are gathered, whole rows only for rows that still tie after a few words.
+    It runs in blocks of whole queries of about ``documents`` rows, which bounds that memory
+    (and, for sparse ``X``, the block made dense).
 
     Parameters
     ----------
@@ -302,12 +339,12 @@ def canonical_query_order(query_groups, X, *tie_breakers, documents=1 << 16):
         rows = order[offsets[lo]:offsets[hi]]
         first, last = int(rows[0]), int(rows[-1])
         contiguous = last - first + 1 == len(rows) and (len(rows) < 2 or bool((np.diff(rows) == 1).all()))
-        if sparse:
-            block = (X[first:last + 1] if contiguous else X[rows]).toarray()
-        else:
-            block = X[first:last + 1] if contiguous else np.take(X, rows, axis=0)
-        within = canonical_order(order_keys(block), query_groups.sizes[lo:hi],
-                                 *(order_keys(np.take(np.asarray(values), rows, axis=0)) for values in tie_breakers))
+        if sparse:  # this block's rows, dense
+            features = _Numbers((X[first:last + 1] if contiguous else X[rows]).toarray())
+        else:  # read in place: only the values compared are gathered
+            features = _Numbers(X, rows)
+        within = _source_order([features, *(_Numbers(values, rows) for values in tie_breakers)],
+                               query_groups.sizes[lo:hi])
         canonical[offsets[lo]:offsets[hi]] = rows[within]
     return canonical
 
