@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from sklearn_ltr.export._onnx import to_onnx
+from sklearn_ltr.export._ranklib import to_ltr_plugin_ranklib, to_ranklib
 from sklearn_ltr.export._xgboost import to_ltr_plugin_xgboost, to_xgboost_json
 
 __all__ = ["EXPORT_FORMATS", "ExportFormat", "export"]
@@ -55,6 +56,9 @@ EXPORT_FORMATS = {
                      "XGBoost: xgboost.Booster(model_file=...)"),
         ExportFormat("ltr-plugin-xgboost", _LAMBDAMART, to_ltr_plugin_xgboost, ".json",
                      "Elasticsearch / OpenSearch LTR plugin: model/xgboost+json with its feature set"),
+        ExportFormat("ranklib", _LAMBDAMART, to_ranklib, ".txt", "RankLib: java -jar RankLib.jar -load"),
+        ExportFormat("ltr-plugin-ranklib", _LAMBDAMART, to_ltr_plugin_ranklib, ".json",
+                     "Elasticsearch / OpenSearch LTR plugin: model/ranklib with its feature set"),
     )
 }
 

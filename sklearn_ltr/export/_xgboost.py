@@ -21,6 +21,7 @@ import json
 
 import numpy as np
 
+from sklearn_ltr.export._ltr_plugin import plugin_upload, write_json
 from sklearn_ltr.export._tree_model import lambdamart_tree_model, leaf_scale, strictly_below
 from sklearn_ltr.export._trees import Leaf
 
@@ -146,10 +147,7 @@ def to_xgboost_json(model, path=None, *, feature_names=None):
         },
         "version": XGBOOST_SCHEMA_VERSION,
     }
-    if path is not None:
-        with open(path, "w", encoding="utf-8") as file:
-            json.dump(document, file)
-    return document
+    return write_json(document, path)
 
 
 def _dump_tree(tree, conditions, scale, names):
@@ -180,26 +178,6 @@ def _check_plugin_missing(tree_model, exporter):
                     "Fill missing values with a number before training (the plugin logs an unmatched feature as "
                     "0), or export to_xgboost_json for XGBoost itself."
                 )
-
-
-def plugin_upload(model_type, definition, *, model_name, featureset, feature_names, feature_templates=None):
-    """The LTR plugins' two request bodies: the feature set, and the model created against it.
-
-    ``feature_templates`` maps each feature name to its query template (mustache, parameter
-    ``keywords``); a feature without one gets a placeholder ``match`` on a field of its name.
-    """
-    templates = dict(feature_templates or {})
-    unknown = sorted(set(templates) - set(feature_names))
-    if unknown:
-        raise ValueError(f"feature_templates names features the model does not take: {unknown}.")
-    features = [{"name": name, "params": ["keywords"], "template_language": "mustache",
-                 "template": templates.get(name, {"match": {name: "{{keywords}}"}})} for name in feature_names]
-    return {
-        "featureset": {"method": "POST", "path": f"_ltr/_featureset/{featureset}",
-                       "body": {"featureset": {"name": featureset, "features": features}}},
-        "model": {"method": "POST", "path": f"_ltr/_featureset/{featureset}/_createmodel",
-                  "body": {"model": {"name": model_name, "model": {"type": model_type, "definition": definition}}}},
-    }
 
 
 def to_ltr_plugin_xgboost(model, path=None, *, feature_names=None, model_name="sklearn_ltr_lambdamart",
@@ -255,7 +233,4 @@ def to_ltr_plugin_xgboost(model, path=None, *, feature_names=None, model_name="s
              for i, tree in enumerate(tree_model.trees)]
     upload = plugin_upload("model/xgboost+json", json.dumps(trees), model_name=model_name, featureset=featureset,
                            feature_names=tree_model.feature_names, feature_templates=feature_templates)
-    if path is not None:
-        with open(path, "w", encoding="utf-8") as file:
-            json.dump(upload, file, indent=1)
-    return upload
+    return write_json(upload, path)
