@@ -40,7 +40,9 @@ def model(tmp_path_factory):
 
 
 def _warnings(err):
-    return [line for line in err.splitlines() if line.startswith("sklearn-ltr: warning:")]
+    """The width warnings. (make_ranking with another seed orders its columns otherwise, so scoring such a
+    file also warns that its features break what the model saw: FeatureDriftWarning, not counted here.)"""
+    return [line for line in err.splitlines() if line.startswith("sklearn-ltr: warning:") and "breaks what" not in line]
 
 
 def test_far_below_is_three_quarters():
