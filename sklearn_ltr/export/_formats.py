@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from sklearn_ltr.export._elasticsearch import to_elasticsearch_ltr
 from sklearn_ltr.export._onnx import to_onnx
 from sklearn_ltr.export._ranklib import to_ltr_plugin_ranklib, to_ranklib
 from sklearn_ltr.export._xgboost import to_ltr_plugin_xgboost, to_xgboost_json
@@ -59,6 +60,8 @@ EXPORT_FORMATS = {
         ExportFormat("ranklib", _LAMBDAMART, to_ranklib, ".txt", "RankLib: java -jar RankLib.jar -load"),
         ExportFormat("ltr-plugin-ranklib", _LAMBDAMART, to_ltr_plugin_ranklib, ".json",
                      "Elasticsearch / OpenSearch LTR plugin: model/ranklib with its feature set"),
+        ExportFormat("elasticsearch-ltr", _LAMBDAMART, to_elasticsearch_ltr, ".json",
+                     "Elasticsearch 8.12+ native learning to rank: PUT _ml/trained_models"),
     )
 }
 
