@@ -190,7 +190,7 @@ def report(store):
         cells = []
         for variant in VARIANTS:
             values = _per_query(store, model, variant, "ndcg@10")
-            cells.append("–" if values is None else f"{values.mean():.4f}")
+            cells.append("-" if values is None else f"{values.mean():.4f}")
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     lines += ["", "NDCG@10 of each preprocessing against the same model's `impute` row, paired over the 1,692 test "
               "queries: mean difference, 95% bootstrap interval, randomization-test p-value (10,000 sign flips), "
@@ -221,7 +221,7 @@ def report(store):
         for variant in VARIANTS:
             fold_cells = [store["cells"].get(f"{fold}/{model}/{variant}") for fold in range(1, 6)]
             fold_cells = [c for c in fold_cells if c is not None]
-            cells.append("–" if not fold_cells else
+            cells.append("-" if not fold_cells else
                          f"{sum(c['fit_seconds'] for c in fold_cells):.0f} s ({fold_cells[0]['features']})")
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     REPORT.write_text("\n".join(lines) + "\n")

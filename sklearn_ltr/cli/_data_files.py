@@ -198,7 +198,7 @@ def _dense(path, X):
 
 def missing_values(option):
     """The readers' ``missing_values`` of a ``--missing-values`` value: comma-separated tokens, ``''`` none."""
-    from sklearn_ltr.datasets._missing import check_missing_values
+    from sklearn_ltr.datasets import check_missing_values
 
     tokens = tuple(token.strip() for token in option.split(",") if token.strip())
     try:

@@ -29,6 +29,7 @@ from sklearn_ltr.datasets._formats import (
     load_lightgbm_ranking,
     load_svmlight_ranking,
 )
+from sklearn_ltr.datasets._missing import check_missing_values
 from sklearn_ltr.datasets._synthetic import make_ranking
 from sklearn_ltr.datasets._text_lines import data_lines
 
@@ -39,6 +40,7 @@ FILE_FORMATS = _file_formats.FILE_FORMATS
 __all__ = [
     "FILE_FORMATS",
     "FileFormat",
+    "check_missing_values",
     "click_probability",
     "convert_ranking",
     "data_lines",

@@ -58,7 +58,7 @@ def check_missing_values(missing_values, *, name="missing_values"):
 
     Examples
     --------
-    >>> from sklearn_ltr.datasets._missing import check_missing_values
+    >>> from sklearn_ltr.datasets import check_missing_values
     >>> check_missing_values(("NULL", "NA")), check_missing_values(None), check_missing_values("?")
     ((b'NULL', b'NA'), (), (b'?',))
     """
