@@ -99,3 +99,13 @@ def same_order_fraction(scores, expected, qid):
 
 def max_diff(a, b):
     return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
+
+
+def pairs_swapped_beyond(scores, expected, qid, gap):
+    """Pairs of a query that ``expected`` orders by more than ``gap`` and ``scores`` orders the other way (or ties)."""
+    swapped = 0
+    for query in np.unique(qid):
+        rows = np.flatnonzero(qid == query)
+        e, s = np.asarray(expected, dtype=np.float64)[rows], np.asarray(scores, dtype=np.float64)[rows]
+        swapped += int(np.sum((e[:, None] - e[None, :] > gap) & (s[:, None] <= s[None, :])))
+    return swapped

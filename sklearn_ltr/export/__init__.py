@@ -32,12 +32,15 @@ The formats, each a name for :func:`~sklearn_ltr.export.export`:
 ['onnx', 'xgboost-json', 'ltr-plugin-xgboost']
 """
 
+from sklearn_ltr.export._dense import to_ltr_plugin_linear
 from sklearn_ltr.export._elasticsearch import to_elasticsearch_ltr
 from sklearn_ltr.export._formats import EXPORT_FORMATS, ExportFormat, export
 from sklearn_ltr.export._onnx import to_onnx
 from sklearn_ltr.export._ranklib import to_ltr_plugin_ranklib, to_ranklib
 from sklearn_ltr.export._scorer import OnnxScorer
+from sklearn_ltr.export._solr import to_solr_linear, to_solr_neural, to_solr_trees
 from sklearn_ltr.export._xgboost import to_ltr_plugin_xgboost, to_xgboost_json
 
-__all__ = ["EXPORT_FORMATS", "ExportFormat", "OnnxScorer", "export", "to_elasticsearch_ltr", "to_ltr_plugin_ranklib",
-           "to_ltr_plugin_xgboost", "to_onnx", "to_ranklib", "to_xgboost_json"]
+__all__ = ["EXPORT_FORMATS", "ExportFormat", "OnnxScorer", "export", "to_elasticsearch_ltr", "to_ltr_plugin_linear",
+           "to_ltr_plugin_ranklib", "to_ltr_plugin_xgboost", "to_onnx", "to_ranklib", "to_solr_linear",
+           "to_solr_neural", "to_solr_trees", "to_xgboost_json"]

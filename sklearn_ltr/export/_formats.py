@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from sklearn_ltr.export._dense import to_ltr_plugin_linear
 from sklearn_ltr.export._elasticsearch import to_elasticsearch_ltr
 from sklearn_ltr.export._onnx import to_onnx
 from sklearn_ltr.export._ranklib import to_ltr_plugin_ranklib, to_ranklib
+from sklearn_ltr.export._solr import to_solr_linear, to_solr_neural, to_solr_trees
 from sklearn_ltr.export._xgboost import to_ltr_plugin_xgboost, to_xgboost_json
 
 __all__ = ["EXPORT_FORMATS", "ExportFormat", "export"]
@@ -46,6 +48,7 @@ class ExportFormat(NamedTuple):
 
 
 _LAMBDAMART = "LambdaMARTRanker, or a Pipeline of StandardScaler / MinMaxScaler / Log1pTransformer ending in one"
+_LINEAR = "RankNetRanker(hidden_sizes=()), alone or after one StandardScaler / MinMaxScaler"
 
 #: Every export format, by name.
 EXPORT_FORMATS = {
@@ -62,6 +65,14 @@ EXPORT_FORMATS = {
                      "Elasticsearch / OpenSearch LTR plugin: model/ranklib with its feature set"),
         ExportFormat("elasticsearch-ltr", _LAMBDAMART, to_elasticsearch_ltr, ".json",
                      "Elasticsearch 8.12+ native learning to rank: PUT _ml/trained_models"),
+        ExportFormat("ltr-plugin-linear", _LINEAR, to_ltr_plugin_linear, ".json",
+                     "Elasticsearch / OpenSearch LTR plugin: model/linear with its feature set"),
+        ExportFormat("solr-trees", _LAMBDAMART, to_solr_trees, ".json",
+                     "Solr LTR: MultipleAdditiveTreesModel and its feature store"),
+        ExportFormat("solr-linear", _LINEAR, to_solr_linear, ".json", "Solr LTR: LinearModel and its feature store"),
+        ExportFormat("solr-neural", "RankNetRanker (relu, tanh, sigmoid or leaky_relu), alone or after one "
+                     "StandardScaler / MinMaxScaler", to_solr_neural, ".json",
+                     "Solr LTR: NeuralNetworkModel and its feature store"),
     )
 }
 

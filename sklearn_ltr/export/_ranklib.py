@@ -20,10 +20,10 @@ from sklearn_ltr.export._ltr_plugin import plugin_upload, write_json
 from sklearn_ltr.export._tree_model import lambdamart_tree_model, leaf_scale
 from sklearn_ltr.export._trees import Leaf
 
-__all__ = ["to_ltr_plugin_ranklib", "to_ranklib"]
+__all__ = ["java_float", "to_ltr_plugin_ranklib", "to_ranklib"]
 
 
-def _number(value):
+def java_float(value):
     """A float32 as text that Java's ``Float.parseFloat`` reads back exactly."""
     value = float(np.float32(value))
     if np.isinf(value):
@@ -54,10 +54,10 @@ def _tree_lines(tree, boundaries, scale, indent):
         node, pad = nodes[node_id], "\t" * depth
         lines.append(f'{pad}<split pos="{position}">' if position else f"{pad}<split>")
         if isinstance(node, Leaf):
-            lines.append(f"{pad}\t<output> {_number(node.value * scale)} </output>")
+            lines.append(f"{pad}\t<output> {java_float(node.value * scale)} </output>")
         else:
             lines.append(f"{pad}\t<feature> {node.feature + 1} </feature>")
-            lines.append(f"{pad}\t<threshold> {_number(boundaries[node_id])} </threshold>")
+            lines.append(f"{pad}\t<threshold> {java_float(boundaries[node_id])} </threshold>")
             add(node.left, depth + 1, "left")
             add(node.right, depth + 1, "right")
         lines.append(f"{pad}</split>")

@@ -22,7 +22,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["TREE_STEPS", "TreeModel", "lambdamart_tree_model", "strictly_below"]
+__all__ = ["TREE_STEPS", "TreeModel", "feature_names_of", "lambdamart_tree_model", "refuse_learned_nan_left",
+           "strictly_below"]
 
 #: Class names of the steps a Pipeline may have before its LambdaMART ranker (those classes exactly).
 TREE_STEPS = ("Log1pTransformer", "MinMaxScaler", "StandardScaler")
@@ -70,7 +71,8 @@ def _split_pipeline(model, exporter):
     return steps, ranker
 
 
-def _feature_names(first, n_features, feature_names, exporter):
+def feature_names_of(first, n_features, feature_names, exporter):
+    """The given names (checked), else ``first.feature_names_in_``, else ``f0``, ``f1``, ..."""
     if feature_names is None:
         names = getattr(first, "feature_names_in_", None)
         return [f"f{i}" for i in range(n_features)] if names is None else [str(name) for name in names]
@@ -140,7 +142,7 @@ def lambdamart_tree_model(model, *, exporter, feature_names=None):
     booster = ranker.booster_
     trees, average_output = lightgbm_trees(booster, num_iteration=booster.best_iteration, exporter=exporter)
     n_features = int((steps[0][1] if steps else ranker).n_features_in_)
-    names = _feature_names(steps[0][1] if steps else ranker, n_features, feature_names, exporter)
+    names = feature_names_of(steps[0][1] if steps else ranker, n_features, feature_names, exporter)
     splits = [(i, node) for i, tree in enumerate(trees) for node in tree if isinstance(node, Split)]
     features = np.array([node.feature for _, node in splits], dtype=np.intp)
     thresholds = np.array([node.threshold for _, node in splits], dtype=np.float64)
@@ -164,3 +166,18 @@ def lambdamart_tree_model(model, *, exporter, feature_names=None):
 def leaf_scale(tree_model):
     """Factor of every leaf value: ``1 / n_trees`` for an averaging (random forest) model, else 1."""
     return 1.0 / len(tree_model.trees) if tree_model.average_output and tree_model.trees else 1.0
+
+
+def refuse_learned_nan_left(tree_model, exporter, reason):
+    """Refuse a split that learned to send NaN left, for an engine that sends NaN right (``reason`` says why)."""
+    from sklearn_ltr.export._trees import Leaf
+
+    for tree in tree_model.trees:
+        for node in tree:
+            if not isinstance(node, Leaf) and node.nan_learned and node.nan_left:
+                raise ValueError(
+                    f"{exporter} cannot express this model's missing values: it learned to send a missing "
+                    f"feature ({tree_model.feature_names[node.feature]!r}, NaN in training) left, and {reason}. "
+                    "Fill missing values with a number before training, or export to_xgboost_json or "
+                    "to_elasticsearch_ltr, which take the learned side."
+                )

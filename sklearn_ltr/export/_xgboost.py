@@ -22,7 +22,12 @@ import json
 import numpy as np
 
 from sklearn_ltr.export._ltr_plugin import plugin_upload, write_json
-from sklearn_ltr.export._tree_model import lambdamart_tree_model, leaf_scale, strictly_below
+from sklearn_ltr.export._tree_model import (
+    lambdamart_tree_model,
+    leaf_scale,
+    refuse_learned_nan_left,
+    strictly_below,
+)
 from sklearn_ltr.export._trees import Leaf
 
 __all__ = ["to_ltr_plugin_xgboost", "to_xgboost_json"]
@@ -167,19 +172,6 @@ def _dump_tree(tree, conditions, scale, names):
     return build(0, 0)
 
 
-def _check_plugin_missing(tree_model, exporter):
-    for tree in tree_model.trees:
-        for node in tree:
-            if not isinstance(node, Leaf) and node.nan_learned and node.nan_left:
-                raise ValueError(
-                    f"{exporter} cannot express this model's missing values: it learned to send a missing "
-                    f"feature ({tree_model.feature_names[node.feature]!r}, NaN in training) left, and the LTR "
-                    "plugins send NaN to the 'no' branch (they ignore 'missing'; an unmatched feature scores 0). "
-                    "Fill missing values with a number before training (the plugin logs an unmatched feature as "
-                    "0), or export to_xgboost_json for XGBoost itself."
-                )
-
-
 def to_ltr_plugin_xgboost(model, path=None, *, feature_names=None, model_name="sklearn_ltr_lambdamart",
                           featureset="sklearn_ltr_features", feature_templates=None):
     """The Elasticsearch / OpenSearch LTR plugins' ``model/xgboost+json`` upload of a LambdaMART model.
@@ -227,7 +219,8 @@ def to_ltr_plugin_xgboost(model, path=None, *, feature_names=None, model_name="s
     """
     exporter = "to_ltr_plugin_xgboost"
     tree_model = lambdamart_tree_model(model, exporter=exporter, feature_names=feature_names)
-    _check_plugin_missing(tree_model, exporter)
+    refuse_learned_nan_left(tree_model, exporter, "the LTR plugins send NaN to the 'no' branch (they ignore "
+                                                  "'missing'; an unmatched feature scores 0)")
     conditions, scale = _conditions(tree_model), leaf_scale(tree_model)
     trees = [_dump_tree(tree, conditions[i], scale, tree_model.feature_names)
              for i, tree in enumerate(tree_model.trees)]
