@@ -53,6 +53,8 @@ FEW_MISSING = 0.01
 #: A feature warns when more than this share of its (non-missing) values in ``predict`` lies
 #: outside the training range ``[min, max]``: another scale, encoding or column.
 OUT_OF_RANGE = 0.5
+#: Relative rounding of a float32 value (twice the unit roundoff): the training range's tolerance.
+FLOAT32_ROUNDING = 2.0**-23
 #: A column that relabels the query ids one to one (a whole number per query, distinct for every
 #: query) warns from this many queries on; a column that equals ``groups`` warns from 2 queries.
 #: Fewer queries can share no value by chance (a query-level feature such as the query's length).
@@ -215,10 +217,14 @@ def feature_drift(profile, X, names=None):
         findings[j] = (f"{what}, where {profile.missing[j]:.0%} of the training rows had NaN (missing values "
                        f"written as a number? the values here run from {minimum[j]:.4g} to {maximum[j]:.4g})")
     known = ~np.isnan(profile.minimum) & ~np.isnan(minimum)
+    # The range widened by float32 rounding: a float32 copy of the training rows (or float64 rows of
+    # a float32 fit) is not out of range, though a value such as 0.1 rounds up.
+    low = profile.minimum - np.abs(profile.minimum) * FLOAT32_ROUNDING
+    high = profile.maximum + np.abs(profile.maximum) * FLOAT32_ROUNDING
     with np.errstate(invalid="ignore"):
-        beyond = np.flatnonzero(known & ((minimum < profile.minimum) | (maximum > profile.maximum)))
+        beyond = np.flatnonzero(known & ((minimum < low) | (maximum > high)))
     if beyond.size:
-        outside, present = _outside(X, beyond, profile.minimum[beyond], profile.maximum[beyond])
+        outside, present = _outside(X, beyond, low[beyond], high[beyond])
         fraction = outside / np.maximum(present, 1)
         for j, value, count in zip(beyond, fraction, present, strict=True):
             if count >= MIN_ROWS and value > OUT_OF_RANGE:

@@ -219,3 +219,17 @@ def test_evaluate_and_compare_show_the_warning_on_stderr(capsys, data, tmp_path)
         assert "outside the training range" in lines[0] and "feature j + 1 of the file" in lines[0]
     status, _, err = run(capsys, "evaluate", "--model", model, "--data", train)
     assert status == 0 and "sklearn-ltr: warning:" not in err
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float32_rounding_of_the_training_values_is_not_drift(dtype):
+    X, y, qid = make_ranking(n_queries=40, n_features=4, random_state=3)
+    X = X.astype(np.float64 if dtype is np.float32 else np.float32)
+    X[:, 1] = 0.1  # float32(0.1) > 0.1: every value of the float32 copy is above the float64 maximum
+    X[:, 2] = np.where(np.arange(len(X)) % 2, 0.3, 0.7)
+    ranker = LambdaMARTRanker(n_estimators=2).fit(X, y, qid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FeatureDriftWarning)
+        ranker.predict(X.astype(dtype))
+    with pytest.warns(FeatureDriftWarning, match="feature 1: 100% of the values outside"):
+        ranker.predict(np.c_[X[:, :1], X[:, 1:2] * 1.001, X[:, 2:]].astype(dtype))
