@@ -281,6 +281,10 @@ def build_parser():
     from sklearn_ltr.cli import _compare
 
     _compare.add_parser(commands, formatter=_formatter, model_help=_MODEL_HELP, add_common=_add_common)
+    # sklearn-ltr export: its parser and its code live in cli/_export.py.
+    from sklearn_ltr.cli import _export
+
+    _export.add_parser(commands, formatter=_formatter, model_help=_MODEL_HELP, add_common=_add_common)
     return parser
 
 
@@ -326,6 +330,10 @@ def _run(args):
             from sklearn_ltr.cli._compare import compare
 
             return compare(args)
+        if args.command == "export":  # cli/_export.py
+            from sklearn_ltr.cli._export import export_model
+
+            return export_model(args)
         return getattr(_commands, args.command)(args)
 
 
