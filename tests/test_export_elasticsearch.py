@@ -10,10 +10,10 @@ their ``weights``. Features and thresholds are doubles.
 """
 
 import json
-import operator
 
 import numpy as np
 import pytest
+from engine_evaluators import elasticsearch_scores
 from export_helpers import (
     adjacent_float32_model,
     fit_lambdamart,
@@ -30,37 +30,6 @@ from sklearn.preprocessing import MinMaxScaler
 
 from sklearn_ltr import LambdaMARTRanker
 from sklearn_ltr.export import export, to_elasticsearch_ltr
-
-DECISIONS = {"lte": operator.le, "lt": operator.lt, "gt": operator.gt, "gte": operator.ge}
-
-
-def elasticsearch_scores(request, X):
-    body = json.loads(json.dumps(request["body"]))  # what goes over the wire
-    assert "learning_to_rank" in body["inference_config"]
-    ensemble = body["definition"]["trained_model"]["ensemble"]
-    names = ensemble["feature_names"]
-    extracted = [e["query_extractor"]["feature_name"] for e in body["inference_config"]["learning_to_rank"][
-        "feature_extractors"]]
-    assert extracted == names
-    weights = ensemble["aggregate_output"]["weighted_sum"]["weights"]
-    scores = np.zeros(len(X))
-    for r, row in enumerate(np.asarray(X, dtype=np.float64)):
-        total = 0.0
-        for model, weight in zip(ensemble["trained_models"], weights, strict=True):
-            tree = model["tree"]
-            assert tree["feature_names"] == names
-            nodes = {node["node_index"]: node for node in tree["tree_structure"]}
-            node = nodes[0]
-            while "leaf_value" not in node:
-                x = row[node["split_feature"]]
-                if np.isnan(x):
-                    left = node.get("default_left", True)
-                else:
-                    left = DECISIONS[node.get("decision_type", "lte")](x, node["threshold"])
-                node = nodes[node["left_child"] if left else node["right_child"]]
-            total += weight * node["leaf_value"][0]
-        scores[r] = total
-    return scores
 
 
 @pytest.mark.parametrize("data", ["mq2008", "mq2007-agg"])

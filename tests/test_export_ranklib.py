@@ -9,10 +9,9 @@ feature value ``<=`` the threshold, both float32 (``Float.parseFloat``), an unkn
 and the ensemble's score is the float32 sum of each tree's output times its weight.
 """
 
-import xml.etree.ElementTree as ET
-
 import numpy as np
 import pytest
+from engine_evaluators import ranklib_scores
 from export_helpers import (
     adjacent_float32_model,
     fit_lambdamart,
@@ -31,27 +30,6 @@ from sklearn_ltr import LambdaMARTRanker, Log1pTransformer
 from sklearn_ltr.export import EXPORT_FORMATS, export, to_ltr_plugin_ranklib, to_ranklib
 
 TOLERANCE = 1e-5
-
-
-def ranklib_scores(text, X):
-    lines = [line.strip() for line in text.splitlines()]
-    ensemble = ET.fromstring("".join(line for line in lines if line and not line.startswith("##")))
-    assert ensemble.tag == "ensemble"
-    trees = [(tree[0], np.float32(tree.get("weight"))) for tree in ensemble.findall("tree")]
-    X = np.nan_to_num(np.asarray(X, dtype=np.float32), nan=0.0)  # an unknown feature value is 0
-    scores = np.zeros(len(X), dtype=np.float32)
-    for r, row in enumerate(X):
-        total = np.float32(0)
-        for split, weight in trees:
-            while split[0].tag != "output":
-                feature, threshold, left, right = split
-                assert feature.tag == "feature" and threshold.tag == "threshold"
-                assert (left.get("pos"), right.get("pos")) == ("left", "right")
-                x = row[int(feature.text.strip()) - 1]
-                split = left if x <= np.float32(threshold.text.strip()) else right
-            total = np.float32(total + np.float64(np.float32(split[0].text.strip())) * weight)
-        scores[r] = total
-    return scores
 
 
 def test_ranklib_scores_as_the_ranker_on_every_mq2008_test_query(data_dir):

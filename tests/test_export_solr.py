@@ -15,6 +15,7 @@ import json
 
 import numpy as np
 import pytest
+from engine_evaluators import plugin_linear_scores, solr_scores
 from export_helpers import (
     fit_lambdamart,
     integer_model,
@@ -32,68 +33,6 @@ from sklearn_ltr import DASALCRanker, LambdaMARTRanker, RankNetRanker
 from sklearn_ltr.export import export, to_ltr_plugin_linear, to_solr_linear, to_solr_neural, to_solr_trees
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-ACTIVATIONS = {"relu": lambda v: np.maximum(v, np.float32(0)), "identity": lambda v: v,
-               "tanh": np.tanh, "sigmoid": lambda v: np.float32(1) / (np.float32(1) + np.exp(-v)),
-               "leakyrelu": lambda v: np.where(v >= 0, v, np.float32(0.01) * v)}
-
-
-def solr_feature_values(upload, X):
-    """The feature vector Solr builds: each feature of the store, a ValueFeature its value, the others from X."""
-    features = upload["features"]["body"]
-    assert [f["name"] for f in features] == [f["name"] for f in upload["model"]["body"]["features"]]
-    columns, X = [], np.asarray(X, dtype=np.float32)
-    for i, feature in enumerate(features):
-        if feature["class"].endswith(".ValueFeature"):
-            columns.append(np.full(len(X), feature["params"]["value"], dtype=np.float32))
-        else:
-            columns.append(X[:, i])
-    return [f["name"] for f in features], np.column_stack(columns)
-
-
-def solr_scores(upload, X):
-    body = upload["model"]["body"]
-    names, values = solr_feature_values(upload, X)
-    kind = body["class"].rsplit(".", 1)[1]
-    if kind == "LinearModel":
-        weights = np.array([body["params"]["weights"][name] for name in names], dtype=np.float32)
-        scores = np.zeros(len(values), dtype=np.float32)
-        for column, weight in zip(values.T, weights, strict=True):
-            scores = (scores + column * weight).astype(np.float32)
-        return scores
-    if kind == "NeuralNetworkModel":
-        out = values
-        for layer in body["params"]["layers"]:
-            matrix = np.array(layer["matrix"], dtype=np.float32)
-            out = ACTIVATIONS[layer["activation"]]((out @ matrix.T + np.array(layer["bias"], dtype=np.float32))
-                                                   .astype(np.float32)).astype(np.float32)
-        return out[:, 0]
-    assert kind == "MultipleAdditiveTreesModel"
-    scores = np.zeros(len(values), dtype=np.float32)
-    for r, row in enumerate(values):
-        total = np.float32(0)
-        for tree in body["params"]["trees"]:
-            node = tree["root"]
-            while "value" not in node:
-                x = row[names.index(node["feature"])]
-                node = node["left"] if x <= np.float32(node["threshold"]) else node["right"]
-            total = np.float32(total + np.float32(tree["weight"]) * np.float32(node["value"]))
-        scores[r] = total
-    return scores
-
-
-def plugin_linear_scores(upload, X):
-    weights = json.loads(upload["model"]["body"]["model"]["model"]["definition"])
-    features = [f["name"] for f in upload["featureset"]["body"]["featureset"]["features"]]
-    assert features[-1] == "sklearn_ltr_bias"
-    assert upload["featureset"]["body"]["featureset"]["features"][-1]["template"] == {
-        "constant_score": {"filter": {"match_all": {}}, "boost": 1.0}}
-    values = np.column_stack([np.asarray(X, dtype=np.float32), np.ones(len(X), dtype=np.float32)])  # boost 1
-    scores = np.zeros(len(X), dtype=np.float32)
-    for name, column in zip(features, values.T, strict=True):
-        scores = (scores + np.float32(weights[name]) * column).astype(np.float32)
-    return scores
-
 
 @pytest.fixture(scope="module")
 def data(data_dir):

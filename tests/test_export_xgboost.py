@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+from engine_evaluators import plugin_scores, xgboost_scores
 from export_helpers import (
     adjacent_float32_model,
     fit_lambdamart,
@@ -35,33 +36,6 @@ xgboost = pytest.importorskip("xgboost", reason="the XGBoost export is checked w
 
 #: XGBoost sums float32 leaves in float32; LightGBM sums float64 leaves in float64.
 TOLERANCE = 1e-5
-
-
-def xgboost_scores(document, X, tmp_path):
-    path = tmp_path / "model.json"
-    path.write_text(json.dumps(document))
-    booster = xgboost.Booster(model_file=str(path))
-    names = document["learner"]["feature_names"] or None
-    return booster.predict(xgboost.DMatrix(np.asarray(X, dtype=np.float32), feature_names=names))
-
-
-def plugin_scores(upload, X):
-    """The plugin's scores: each tree walked with ``split_condition > x`` to ``yes``, float32 sums."""
-    body = upload["model"]["body"]["model"]
-    assert body["model"]["type"] == "model/xgboost+json"
-    trees = json.loads(body["model"]["definition"])
-    names = [feature["name"] for feature in upload["featureset"]["body"]["featureset"]["features"]]
-    scores = np.zeros(len(X), dtype=np.float32)
-    for r, row in enumerate(np.asarray(X, dtype=np.float32)):
-        total = np.float32(0)
-        for node in trees:
-            while "leaf" not in node:
-                assert [child["nodeid"] for child in node["children"]] == [node["yes"], node["no"]]
-                x = row[names.index(node["split"])]
-                node = node["children"][0] if np.float32(node["split_condition"]) > x else node["children"][1]
-            total = np.float32(total + np.float32(node["leaf"]))
-        scores[r] = total
-    return scores
 
 
 @pytest.fixture(scope="module")
