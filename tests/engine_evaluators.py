@@ -28,6 +28,25 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 
+def _leaf_outputs(root, X, split, leaf):
+    """Each row's output from one tree, all rows at once: ``split(node)`` is ``None`` at a leaf, else
+    ``(feature, goes_left(values) -> bool array, left, right)``; ``leaf(node)`` is a leaf's output."""
+    out = np.zeros(len(X))
+    stack = [(root, np.arange(len(X)))]
+    while stack:
+        node, rows = stack.pop()
+        if not len(rows):
+            continue
+        decision = split(node)
+        if decision is None:
+            out[rows] = leaf(node)
+            continue
+        feature, goes_left, left, right = decision
+        to_left = np.asarray(goes_left(X[rows, feature]), dtype=bool)
+        stack += [(left, rows[to_left]), (right, rows[~to_left])]
+    return out
+
+
 def xgboost_scores(document, X, tmp_path):
     import xgboost
 
@@ -44,16 +63,18 @@ def plugin_scores(upload, X):
     assert body["model"]["type"] == "model/xgboost+json"
     trees = json.loads(body["model"]["definition"])
     names = [feature["name"] for feature in upload["featureset"]["body"]["featureset"]["features"]]
+
+    def split(node):
+        if "leaf" in node:
+            return None
+        assert [child["nodeid"] for child in node["children"]] == [node["yes"], node["no"]]
+        threshold = np.float32(node["split_condition"])
+        return names.index(node["split"]), lambda x: threshold > x, node["children"][0], node["children"][1]
+
+    X = np.asarray(X, dtype=np.float32)
     scores = np.zeros(len(X), dtype=np.float32)
-    for r, row in enumerate(np.asarray(X, dtype=np.float32)):
-        total = np.float32(0)
-        for node in trees:
-            while "leaf" not in node:
-                assert [child["nodeid"] for child in node["children"]] == [node["yes"], node["no"]]
-                x = row[names.index(node["split"])]
-                node = node["children"][0] if np.float32(node["split_condition"]) > x else node["children"][1]
-            total = np.float32(total + np.float32(node["leaf"]))
-        scores[r] = total
+    for tree in trees:
+        scores = scores + _leaf_outputs(tree, X, split, lambda node: np.float32(node["leaf"])).astype(np.float32)
     return scores
 
 
@@ -61,20 +82,22 @@ def ranklib_scores(text, X):
     lines = [line.strip() for line in text.splitlines()]
     ensemble = ET.fromstring("".join(line for line in lines if line and not line.startswith("##")))
     assert ensemble.tag == "ensemble"
-    trees = [(tree[0], np.float32(tree.get("weight"))) for tree in ensemble.findall("tree")]
+
+    def split(element):
+        if element[0].tag == "output":
+            return None
+        feature, threshold, left, right = element
+        assert feature.tag == "feature" and threshold.tag == "threshold"
+        assert (left.get("pos"), right.get("pos")) == ("left", "right")
+        threshold = np.float32(threshold.text.strip())
+        return int(feature.text.strip()) - 1, lambda x: x <= threshold, left, right
+
     X = np.nan_to_num(np.asarray(X, dtype=np.float32), nan=0.0)  # an unknown feature value is 0
     scores = np.zeros(len(X), dtype=np.float32)
-    for r, row in enumerate(X):
-        total = np.float32(0)
-        for split, weight in trees:
-            while split[0].tag != "output":
-                feature, threshold, left, right = split
-                assert feature.tag == "feature" and threshold.tag == "threshold"
-                assert (left.get("pos"), right.get("pos")) == ("left", "right")
-                x = row[int(feature.text.strip()) - 1]
-                split = left if x <= np.float32(threshold.text.strip()) else right
-            total = np.float32(total + np.float64(np.float32(split[0].text.strip())) * weight)
-        scores[r] = total
+    for tree in ensemble.findall("tree"):
+        outputs = _leaf_outputs(tree[0], X, split, lambda element: np.float32(element[0].text.strip()))
+        # Java: float s += (double output) * (float weight)
+        scores = (scores + outputs * np.float64(np.float32(tree.get("weight")))).astype(np.float32)
     return scores
 
 
@@ -90,23 +113,22 @@ def elasticsearch_scores(request, X):
         "feature_extractors"]]
     assert extracted == names
     weights = ensemble["aggregate_output"]["weighted_sum"]["weights"]
+    X = np.asarray(X, dtype=np.float64)
     scores = np.zeros(len(X))
-    for r, row in enumerate(np.asarray(X, dtype=np.float64)):
-        total = 0.0
-        for model, weight in zip(ensemble["trained_models"], weights, strict=True):
-            tree = model["tree"]
-            assert tree["feature_names"] == names
-            nodes = {node["node_index"]: node for node in tree["tree_structure"]}
-            node = nodes[0]
-            while "leaf_value" not in node:
-                x = row[node["split_feature"]]
-                if np.isnan(x):
-                    left = node.get("default_left", True)
-                else:
-                    left = DECISIONS[node.get("decision_type", "lte")](x, node["threshold"])
-                node = nodes[node["left_child"] if left else node["right_child"]]
-            total += weight * node["leaf_value"][0]
-        scores[r] = total
+    for model, weight in zip(ensemble["trained_models"], weights, strict=True):
+        tree = model["tree"]
+        assert tree["feature_names"] == names
+        nodes = {node["node_index"]: node for node in tree["tree_structure"]}
+
+        def split(node, nodes=nodes):
+            if "leaf_value" in node:
+                return None
+            decide, threshold = DECISIONS[node.get("decision_type", "lte")], node["threshold"]
+            default_left = node.get("default_left", True)
+            return (node["split_feature"], lambda x: np.where(np.isnan(x), default_left, decide(x, threshold)),
+                    nodes[node["left_child"]], nodes[node["right_child"]])
+
+        scores += weight * _leaf_outputs(nodes[0], X, split, lambda node: node["leaf_value"][0])
     return scores
 
 
@@ -146,16 +168,17 @@ def solr_scores(upload, X):
                                                    .astype(np.float32)).astype(np.float32)
         return out[:, 0]
     assert kind == "MultipleAdditiveTreesModel"
+
+    def split(node):
+        if "value" in node:
+            return None
+        threshold = np.float32(node["threshold"])
+        return names.index(node["feature"]), lambda x: x <= threshold, node["left"], node["right"]
+
     scores = np.zeros(len(values), dtype=np.float32)
-    for r, row in enumerate(values):
-        total = np.float32(0)
-        for tree in body["params"]["trees"]:
-            node = tree["root"]
-            while "value" not in node:
-                x = row[names.index(node["feature"])]
-                node = node["left"] if x <= np.float32(node["threshold"]) else node["right"]
-            total = np.float32(total + np.float32(tree["weight"]) * np.float32(node["value"]))
-        scores[r] = total
+    for tree in body["params"]["trees"]:
+        outputs = _leaf_outputs(tree["root"], values, split, lambda node: np.float32(node["value"])).astype(np.float32)
+        scores = (scores + np.float32(tree["weight"]) * outputs).astype(np.float32)
     return scores
 
 
