@@ -112,7 +112,8 @@ def elasticsearch_scores(request, X):
     extracted = [e["query_extractor"]["feature_name"] for e in body["inference_config"]["learning_to_rank"][
         "feature_extractors"]]
     assert extracted == names
-    weights = ensemble["aggregate_output"]["weighted_sum"]["weights"]
+    # weighted_sum's weights are optional: 1 for every model (as eland writes it).
+    weights = ensemble["aggregate_output"]["weighted_sum"].get("weights") or [1.0] * len(ensemble["trained_models"])
     X = np.asarray(X, dtype=np.float64)
     scores = np.zeros(len(X))
     for model, weight in zip(ensemble["trained_models"], weights, strict=True):
@@ -128,7 +129,7 @@ def elasticsearch_scores(request, X):
             return (node["split_feature"], lambda x: np.where(np.isnan(x), default_left, decide(x, threshold)),
                     nodes[node["left_child"]], nodes[node["right_child"]])
 
-        scores += weight * _leaf_outputs(nodes[0], X, split, lambda node: node["leaf_value"][0])
+        scores += weight * _leaf_outputs(nodes[0], X, split, lambda node: np.ravel(node["leaf_value"])[0])
     return scores
 
 
