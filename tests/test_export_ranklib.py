@@ -71,8 +71,6 @@ def test_a_learned_nan_side_ranklib_cannot_take_is_refused():
         to_ranklib(ranker)
 
 
-# The ranker's feature profile is of its float64 training input; float32 test rows can round past its range.
-@pytest.mark.filterwarnings("ignore::sklearn_ltr.exceptions.FeatureDriftWarning")
 @pytest.mark.parametrize("steps", [[StandardScaler()], [Log1pTransformer(), StandardScaler()]],
                          ids=["standard", "log1p+standard"])
 def test_a_pipeline_folds_into_the_thresholds(steps, data_dir):

@@ -60,8 +60,6 @@ def test_solr_trees_on_every_threshold_and_their_refusal():
         to_solr_trees(nan_model()[0])
 
 
-# The ranker's feature profile is of its float64 training input; float32 test rows can round past its range.
-@pytest.mark.filterwarnings("ignore::sklearn_ltr.exceptions.FeatureDriftWarning")
 @pytest.mark.parametrize("scaler", [None, StandardScaler(), MinMaxScaler()], ids=["alone", "standard", "minmax"])
 @pytest.mark.parametrize("hidden", [(), (16, 8)], ids=["linear", "mlp"])
 def test_ranknet_in_solr_and_the_plugin_scores_as_predict(hidden, scaler, data):
