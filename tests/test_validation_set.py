@@ -266,3 +266,38 @@ def test_every_ranker_requests_the_validation_set():
     for cls in (RankNetRanker, DASALCRanker, SetRankRanker, TwoTowerDebiasedRanker):
         assert cls().get_metadata_routing().consumes("fit", ["propensity_val"]) == {"propensity_val"}
     assert SetRankRanker().get_metadata_routing().consumes("fit", ["initial_rank_val"]) == {"initial_rank_val"}
+
+
+@pytest.mark.parametrize("cls", [RankNetRanker, LambdaMARTRanker])
+def test_validation_labels_are_checked_like_the_training_labels(data, cls):
+    X, y, qid, X_val, y_val, qid_val = data
+    nan = np.where(np.arange(len(y_val)) == 2, np.nan, y_val)
+    with pytest.raises(ValueError, match=r"y_val has 19 entries but X has \d+ rows; pass one label per row of X_val"):
+        cls().fit(X, y, qid, X_val=X_val, y_val=y_val[:19], groups_val=qid_val)
+    with pytest.raises(ValueError, match=r"y_val contains NaN or infinite labels"):
+        cls().fit(X, y, qid, X_val=X_val, y_val=nan, groups_val=qid_val)
+
+
+def test_lambdamart_validation_labels_are_whole_grades(data):
+    X, y, qid, X_val, y_val, qid_val = data
+    with pytest.raises(ValueError, match=r"y_val must hold whole-number relevance grades"):
+        LambdaMARTRanker().fit(X, y, qid, X_val=X_val, y_val=y_val + 0.5, groups_val=qid_val)
+
+
+@pytest.mark.parametrize("propensity, message", [
+    (np.ones(5), r"propensity_val has 5 entries but X_val has \d+ rows"),
+    (0.0, r"propensity_val must hold examination probabilities in \(0, 1\]"),
+    (1.5, r"propensity_val must hold examination probabilities in \(0, 1\]"),
+    (np.nan, r"propensity_val must hold examination probabilities in \(0, 1\]"),
+])
+def test_validation_propensities_are_probabilities(data, propensity, message):
+    X, y, qid, X_val, y_val, qid_val = data
+    clicks_val = (y_val > 1).astype(float)
+    propensity = np.full(len(y_val), propensity) if np.ndim(propensity) == 0 else propensity
+    with pytest.raises(ValueError, match=message):
+        RankNetRanker(loss="sigmoid_ce").fit(X, (y > 1).astype(float), qid, X_val=X_val, y_val=clicks_val,
+                                             groups_val=qid_val, propensity_val=propensity)
+    with pytest.raises(ValueError, match=r"holds clicks: 1 \(clicked\) and 0 \(shown, not clicked\); got values "
+                                         r"such as \[2\. 3\. 4\.\]"):
+        RankNetRanker(loss="sigmoid_ce").fit(X, (y > 1).astype(float), qid, X_val=X_val, y_val=y_val,
+                                             groups_val=qid_val, propensity_val=np.ones(len(y_val)))
