@@ -20,8 +20,11 @@ from sklearn_ltr.losses import (
     gumbel_approx_ndcg,
     gumbel_loss,
     gumbel_neuralsort_ndcg,
+    hinge,
+    lambdaloss,
     lambdarank,
     listmle,
+    mean_squared_error,
     neuralsort_ndcg,
     ranknet,
     sigmoid_cross_entropy,
@@ -32,7 +35,7 @@ from sklearn_ltr.losses._common import gains
 ALL = sorted(LOSSES)
 GUMBEL = {"gumbel_approx_ndcg", "gumbel_neuralsort_ndcg"}
 #: Losses whose value does not move when every score of a list moves by the same amount.
-SHIFT_INVARIANT = sorted(set(ALL) - {"sigmoid_ce"})
+SHIFT_INVARIANT = sorted(set(ALL) - {"sigmoid_ce", "mse"})
 LN2 = math.log(2.0)
 
 
@@ -154,7 +157,27 @@ def _hand_values():
     psi = [math.exp(v) if v > 0 else 0.0 for v in y]
     a_y = [v / sum(psi) for v in psi]
     a_s = [math.exp(v - lse) for v in s]
+    # LambdaLoss, NDCG-Loss2++ (mu = 10): the pairs (0, 1), (0, 2), (2, 1) by decreasing label, ranks
+    # 1, 2, 3 in the order 0, 1, 2; delta(|r_i - r_j|) = 1 / log2(1 + d) - 1 / log2(2 + d); costs in bits.
+    g = [v / idcg for v in gain]
+    ll_pairs = [(0, 1), (0, 2), (2, 1)]
+    ll_delta = {1: 1.0 - 1.0 / math.log2(3.0), 2: 1.0 / math.log2(3.0) - 0.5}
+    ll_ranks = [1, 2, 3]
+    ll_value = sum(
+        (10 * ll_delta[abs(ll_ranks[i] - ll_ranks[j])] + abs(disc[i] - disc[j])) * abs(g[i] - g[j])
+        * softplus(-(s[i] - s[j])) / LN2
+        for i, j in ll_pairs
+    )
     return {
+        "lambdaloss": ({}, ll_value),
+        "lambdaloss_lambdarank": (
+            {"weighing_scheme": "lambdarank"},
+            sum(w * c for w, c in zip(delta, ranknet_costs, strict=True)) / LN2,
+        ),
+        # hinge, margin 1: s_0 - s_1 = 1 (0), s_0 - s_2 = 1.5 (0), s_2 - s_1 = -0.5 (1.5); margin 2: 1, 0.5, 2.5.
+        "hinge": ({}, 1.5 / 3),
+        "hinge_margin": ({"margin": 2.0}, (1.0 + 0.5 + 2.5) / 3),
+        "mse": ({}, ((1.0 - 2.0) ** 2 + 0.0 + (-0.5 - 1.0) ** 2) / 3),
         "sigmoid_ce": ({}, (softplus(-1.0) + softplus(0.0) + softplus(0.5)) / 3),
         "sigmoid_ce_graded": (
             {"max_label": 4},
@@ -333,6 +356,8 @@ def test_all_zero_labels_give_finite_values_and_gradients(name):
     value, grad = value_and_grad(name, scores, labels, mask)
     assert torch.isfinite(value) and torch.isfinite(grad).all()
     if name in {
+        "hinge",
+        "lambdaloss",
         "lambdarank",
         "softmax",
         "approx_ndcg",
@@ -354,6 +379,9 @@ def test_single_document_list(name, label):
     if name == "sigmoid_ce":  # the document's own cross-entropy, target 1 if relevant
         expected = softplus(-0.7) if label > 0 else softplus(0.7)
         assert value.item() == pytest.approx(expected, rel=1e-12)
+    elif name == "mse":  # the document's own squared error
+        assert value.item() == pytest.approx((0.7 - label) ** 2, rel=1e-12)
+        assert grad.item() == pytest.approx(2 * (0.7 - label), rel=1e-12)
     else:  # no pair, no order, nothing to rank: 0
         assert value.item() == pytest.approx(0.0, abs=1e-12)
         assert torch.all(grad.abs() < 1e-12)
@@ -896,7 +924,7 @@ def test_gumbel_loss_needs_a_base_loss_with_per_query_values():
 
 
 def test_registry_names_aliases_and_callables():
-    assert len(LOSSES) == 10
+    assert len(LOSSES) == 13
     assert get_loss("softmax") is softmax_cross_entropy
     assert get_loss("ListNet") is softmax_cross_entropy
     assert get_loss("pointwise") is sigmoid_cross_entropy
@@ -905,6 +933,9 @@ def test_registry_names_aliases_and_callables():
     assert get_loss("gumbel_approx_ndcg") is gumbel_approx_ndcg
     assert get_loss("gumbel_neuralsort_ndcg") is gumbel_neuralsort_ndcg
     assert get_loss("lambdarank") is lambdarank and get_loss("listmle") is listmle
+    assert get_loss("LambdaLoss") is lambdaloss and get_loss("lambda-loss") is lambdaloss
+    assert get_loss("hinge") is hinge and get_loss("RankSVM") is hinge and get_loss("pairwise_hinge") is hinge
+    assert get_loss("mse") is mean_squared_error and get_loss("mean_squared_error") is mean_squared_error
     for alias, target in ALIASES.items():
         assert get_loss(alias) is LOSSES[target]
 
@@ -943,6 +974,13 @@ def test_unknown_loss_name_lists_the_known_ones():
         ("gumbel_approx_ndcg", {"n_samples": 0}, "n_samples"),
         ("softmax", {"target": "nope"}, "target"),
         ("sigmoid_ce", {"max_label": 0}, "max_label"),
+        ("lambdaloss", {"weighing_scheme": "ndcgLoss2PP_scheme"}, r"weighing_scheme must be one of \['ndcg_loss1'"),
+        ("lambdaloss", {"weighing_scheme": None}, "weighing_scheme must be one of"),
+        ("lambdaloss", {"k": 0}, "k must be None or a positive integer"),
+        ("lambdaloss", {"mu": -1.0}, "mu must be a positive number"),
+        ("lambdaloss", {"sigma": 0.0}, "sigma must be a positive number"),
+        ("hinge", {"margin": 0.0}, "margin must be a positive number"),
+        ("hinge", {"margin": "1"}, "margin must be a positive number"),
     ],
 )
 def test_bad_options_raise(name, options, match):

@@ -47,10 +47,11 @@ spellings to canonical names; :func:`get_loss` reads both:
 >>> import torch
 >>> from sklearn_ltr.losses import ALIASES, LOSSES, get_loss
 >>> sorted(LOSSES)
-['approx_ndcg', 'attention_rank', 'gumbel_approx_ndcg', 'gumbel_neuralsort_ndcg',
- 'lambdarank', 'listmle', 'neuralsort_ndcg', 'ranknet', 'sigmoid_ce', 'softmax']
->>> ALIASES["listnet"], ALIASES["lambda"], ALIASES["dlcm"]
-('softmax', 'lambdarank', 'attention_rank')
+['approx_ndcg', 'attention_rank', 'gumbel_approx_ndcg', 'gumbel_neuralsort_ndcg', 'hinge',
+ 'lambdaloss', 'lambdarank', 'listmle', 'mse', 'neuralsort_ndcg', 'ranknet', 'sigmoid_ce',
+ 'softmax']
+>>> ALIASES["listnet"], ALIASES["lambda"], ALIASES["dlcm"], ALIASES["ranksvm"]
+('softmax', 'lambdarank', 'attention_rank', 'hinge')
 >>> get_loss("ListNet") is LOSSES[ALIASES["listnet"]]
 True
 
@@ -71,6 +72,9 @@ approx_ndcg     0.0024
 neuralsort_ndcg 0.1004
 attention_rank  1.1093
 listmle         0.5975
+lambdaloss      2.2684
+hinge           0.2500
+mse             0.0625
 
 Each loss declares its memory cost, the ``[list, list]`` tensors one list holds in a training
 step, which the neural rankers' memory check reads (:func:`register_loss` adds a loss):
@@ -94,7 +98,10 @@ tensor([0.2512, 0.4741])
 from sklearn_ltr.losses import _registry
 from sklearn_ltr.losses._approx import approx_ndcg, gumbel_approx_ndcg
 from sklearn_ltr.losses._gumbel import gumbel_loss
+from sklearn_ltr.losses._hinge import hinge
+from sklearn_ltr.losses._lambdaloss import WEIGHING_SCHEMES, lambdaloss
 from sklearn_ltr.losses._listwise import attention_rank, listmle, softmax_cross_entropy
+from sklearn_ltr.losses._mse import mean_squared_error
 from sklearn_ltr.losses._neuralsort import gumbel_neuralsort_ndcg, neuralsort_ndcg
 from sklearn_ltr.losses._pairwise import lambdarank, ranknet
 from sklearn_ltr.losses._pointwise import sigmoid_cross_entropy
@@ -103,8 +110,9 @@ from sklearn_ltr.losses._registry import get_loss, pairwise_tensors, register_lo
 # Bound here, with ``#:`` comments, so that autodoc documents them as
 # ``sklearn_ltr.losses.LOSSES`` and ``sklearn_ltr.losses.ALIASES`` (the same dict objects).
 
-#: dict of str to callable: the canonical name of each of the ten losses, mapped to its
-#: function (the DASALC paper's loss comparison, plus ListMLE). :func:`get_loss` reads it.
+#: dict of str to callable: the canonical name of each of the thirteen losses, mapped to its
+#: function (the DASALC paper's loss comparison, ListMLE, the LambdaLoss framework, the
+#: pairwise hinge and the squared error). :func:`get_loss` reads it.
 LOSSES = _registry.LOSSES
 
 #: dict of str to str: other accepted spellings of the loss names (``"listnet"``,
@@ -120,14 +128,18 @@ __all__ = [
     "ALIASES",
     "LOSSES",
     "LOSS_MEMORY",
+    "WEIGHING_SCHEMES",
     "approx_ndcg",
     "attention_rank",
     "get_loss",
     "gumbel_approx_ndcg",
     "gumbel_loss",
     "gumbel_neuralsort_ndcg",
+    "hinge",
+    "lambdaloss",
     "lambdarank",
     "listmle",
+    "mean_squared_error",
     "neuralsort_ndcg",
     "pairwise_tensors",
     "ranknet",

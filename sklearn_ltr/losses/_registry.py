@@ -12,14 +12,18 @@ import functools
 import inspect
 
 from sklearn_ltr.losses._approx import approx_ndcg, gumbel_approx_ndcg
+from sklearn_ltr.losses._hinge import hinge
+from sklearn_ltr.losses._lambdaloss import lambdaloss
 from sklearn_ltr.losses._listwise import attention_rank, listmle, softmax_cross_entropy
+from sklearn_ltr.losses._mse import mean_squared_error
 from sklearn_ltr.losses._neuralsort import gumbel_neuralsort_ndcg, neuralsort_ndcg
 from sklearn_ltr.losses._pairwise import lambdarank, ranknet
 from sklearn_ltr.losses._pointwise import sigmoid_cross_entropy
 
 __all__ = ["ALIASES", "LOSSES", "LOSS_MEMORY", "get_loss", "pairwise_tensors", "register_loss", "unregister_loss"]
 
-#: Canonical names of the losses (the DASALC paper's loss comparison, plus ListMLE), filled by
+#: Canonical names of the losses (the DASALC paper's loss comparison, ListMLE, the LambdaLoss
+#: framework, the pairwise hinge and the squared error), filled by
 #: :func:`register_loss` below.
 LOSSES = {}
 
@@ -44,6 +48,12 @@ ALIASES = {
     "attrank": "attention_rank",
     "dlcm": "attention_rank",
     "list_mle": "listmle",
+    "lambda_loss": "lambdaloss",
+    "pairwise_hinge": "hinge",
+    "ranksvm": "hinge",
+    "rank_svm": "hinge",
+    "mean_squared_error": "mse",
+    "squared_error": "mse",
 }
 
 
@@ -59,6 +69,9 @@ _BUILTIN = (
     ("gumbel_neuralsort_ndcg", gumbel_neuralsort_ndcg, 7),
     ("attention_rank", attention_rank, 0),
     ("listmle", listmle, 0),
+    ("lambdaloss", lambdaloss, 12),
+    ("hinge", hinge, 10),
+    ("mse", mean_squared_error, 0),
 )
 
 
@@ -95,16 +108,16 @@ def register_loss(name, function, *, pairwise_tensors, aliases=()):
     --------
     >>> import torch
     >>> from sklearn_ltr.losses import get_loss, pairwise_tensors, register_loss, unregister_loss
-    >>> def squared_error(scores, labels, mask=None, *, reduction="mean", weights=None):
-    ...     return (scores - labels).square().mean()
-    >>> _ = register_loss("squared_error", squared_error, pairwise_tensors=0, aliases=("mse",))
-    >>> get_loss("MSE") is squared_error, pairwise_tensors("mse")
+    >>> def absolute_error(scores, labels, mask=None, *, reduction="mean", weights=None):
+    ...     return (scores - labels).abs().mean()
+    >>> _ = register_loss("absolute_error", absolute_error, pairwise_tensors=0, aliases=("mae",))
+    >>> get_loss("MAE") is absolute_error, pairwise_tensors("mae")
     (True, 0)
-    >>> register_loss("cubic", squared_error)  # no declared cost: refused
+    >>> register_loss("cubic", absolute_error)  # no declared cost: refused
     Traceback (most recent call last):
     ...
     TypeError: register_loss() missing 1 required keyword-only argument: 'pairwise_tensors'
-    >>> unregister_loss("squared_error")
+    >>> unregister_loss("absolute_error")
     """
     if isinstance(pairwise_tensors, bool) or not isinstance(pairwise_tensors, int) or pairwise_tensors < 0:
         raise TypeError(
