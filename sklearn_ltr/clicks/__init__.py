@@ -27,16 +27,22 @@ array([1., 2., 2.])
 20.0
 """
 
+from sklearn_ltr.clicks._click_models import ClickModel, PositionBasedModel
 from sklearn_ltr.clicks._em import estimate_propensity_em
 from sklearn_ltr.clicks._estimate import PropensityEstimate
 from sklearn_ltr.clicks._harvesting import estimate_propensity_harvesting
+from sklearn_ltr.clicks._simulation import SimulatedClickLog, simulate_click_log
 from sklearn_ltr.clicks._weights import PROPENSITY_CLIP, check_propensity, inverse_propensity_weights
 
 __all__ = [
     "PROPENSITY_CLIP",
+    "ClickModel",
+    "PositionBasedModel",
     "PropensityEstimate",
+    "SimulatedClickLog",
     "check_propensity",
     "estimate_propensity_em",
     "estimate_propensity_harvesting",
     "inverse_propensity_weights",
+    "simulate_click_log",
 ]

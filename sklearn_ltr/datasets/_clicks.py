@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from sklearn_ltr._groups import QueryGroups, order_within_groups
 from sklearn_ltr._validation import check_relevance
+from sklearn_ltr.clicks._click_models import PositionBasedModel, check_unit, check_y_max, relevance_probability
+from sklearn_ltr.clicks._simulation import simulate_click_log
 from sklearn_ltr.datasets._synthetic import _generator
 
 __all__ = ["click_probability", "observation_propensity", "simulate_clicks"]
-
-
-def _check_unit(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
-        raise ValueError(f"{name} must be a number in [0, 1]; got {value!r}.")
-    return float(value)
-
-
-def _check_y_max(y, y_max):
-    top = float(y.max())
-    if y_max is None:
-        return top
-    if isinstance(y_max, bool) or not isinstance(y_max, numbers.Real) or not np.isfinite(y_max) or y_max < 0:
-        raise ValueError(f"y_max must be a finite number >= 0; got {y_max!r}.")
-    if top > y_max:
-        raise ValueError(f"y holds a label {top:g} above y_max={y_max:g}; labels must be <= y_max.")
-    return float(y_max)
 
 
 def observation_propensity(positions):
@@ -96,13 +78,8 @@ def click_probability(y, *, epsilon=0.1, y_max=None):
     array([0.1 , 0.16, 1.  ])
     """
     y = check_relevance(y, name="y", integer=True)
-    epsilon = _check_unit(epsilon, "epsilon")
-    y_max = _check_y_max(y, y_max)
-    if y_max <= 0:
-        relevance = np.zeros_like(y)
-    else:  # (2**y - 1) / (2**y_max - 1) scaled by 2**-y_max: exact, and finite for any grade
-        relevance = (np.exp2(y - y_max) - np.exp2(-y_max)) / -np.expm1(-y_max * np.log(2.0))
-    return epsilon + (1 - epsilon) * relevance
+    epsilon = check_unit(epsilon, "epsilon")
+    return epsilon + (1 - epsilon) * relevance_probability(y, check_y_max(y, y_max))
 
 
 def simulate_clicks(y, groups, *, w=1.0, epsilon=0.1, y_max=None, random_state=None):
@@ -172,20 +149,7 @@ def simulate_clicks(y, groups, *, w=1.0, epsilon=0.1, y_max=None, random_state=N
     >>> bool(np.all(positions[y == 1] == 1)), float(clicks[y == 1].mean())
     (True, 1.0)
     """
-    y = check_relevance(y, name="y", integer=True)
-    qg = QueryGroups(groups, n_samples=y.shape[0])
-    w = _check_unit(w, "w")
-    probability = click_probability(y, epsilon=epsilon, y_max=y_max)
-    y_max = _check_y_max(y, y_max)
-    rng = _generator(random_state)
-    n = y.shape[0]
-
-    key = w * y + (1 - w) * rng.uniform(0, y_max, n)
-    shuffle = rng.permutation(n)  # random tie-breaking: the sort below is stable
-    order = shuffle[order_within_groups(qg.codes[shuffle], key[shuffle])]
-    positions = np.empty(n, dtype=np.int64)
-    positions[order] = np.arange(1, n + 1) - qg.offsets[qg.codes[order]]
-
-    observed = rng.random(n) < observation_propensity(positions)
-    clicked = rng.random(n) < probability
-    return positions, (observed & clicked).astype(np.int64)
+    check_unit(epsilon, "epsilon")
+    log = simulate_click_log(y, groups, click_model=PositionBasedModel(eta=1.0, epsilon=epsilon), w=w,
+                             y_max=y_max, random_state=_generator(random_state))
+    return log.positions, log.clicks
