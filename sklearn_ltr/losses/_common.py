@@ -114,6 +114,9 @@ def relevant_weights(click_weights, labels, mask):
     """
     if click_weights is None:
         return None
+    if is_affine_click_weights(click_weights):
+        raise ValueError("this loss takes no affine click weights ([batch, list, 2]): use 'sigmoid_ce', 'softmax' or "
+                         "'ranknet', whose affine-corrected forms are unbiased under trust bias.")
     click_weights = torch.as_tensor(click_weights, device=labels.device)
     if click_weights.shape != labels.shape:
         raise ValueError(f"click_weights must have the shape of scores {tuple(labels.shape)} (one weight per "
@@ -126,6 +129,35 @@ def relevant_weights(click_weights, labels, mask):
             raise ValueError(f"click_weights must be finite and >= 0; got {click_weights[query, slot].item()} for "
                              f"document {slot} of query {query}.")
     return torch.where(mask & (labels > 0), click_weights, 1.0)
+
+
+def is_affine_click_weights(click_weights):
+    """Whether ``click_weights`` hold the affine correction's ``[batch, list, 2]`` pairs ``(w, b)``."""
+    return click_weights is not None and getattr(click_weights, "ndim", 0) == 3
+
+
+def affine_relevance(click_weights, target, mask):
+    r"""The affine estimate of each document's relevance, :math:`\hat\gamma_i = t_i w_i - b_i`; 0 on padding.
+
+    ``click_weights`` is ``[batch, list, 2]``: :math:`w_i = 1 / \alpha_i` and :math:`b_i = \beta_i / \alpha_i`
+    (:func:`sklearn_ltr.clicks.affine_click_weights`), finite and >= 0; ``target`` the click (0/1) of each
+    document. Under trust bias (:math:`P(c_i = 1) = \alpha_i \gamma_i + \beta_i`) :math:`E[\hat\gamma_i] =
+    \gamma_i` (Vardasbi et al., 2020): a loss linear in the target is then unbiased with :math:`\hat\gamma`
+    in its place.
+    """
+    click_weights = torch.as_tensor(click_weights, device=target.device)
+    if click_weights.shape != (*target.shape, 2):
+        raise ValueError(f"affine click_weights must have shape {(*target.shape, 2)} (a weight w = 1 / alpha and "
+                         f"an offset b = beta / alpha per document); got {tuple(click_weights.shape)}.")
+    click_weights = click_weights.to(target.dtype)
+    with torch.no_grad():
+        bad = mask[:, :, None] & ~(torch.isfinite(click_weights) & (click_weights >= 0))
+        if bool(bad.any()):
+            query, slot, column = (int(i) for i in bad.nonzero()[0])
+            raise ValueError(f"click_weights must be finite and >= 0; got {click_weights[query, slot, column].item()} "
+                             f"for document {slot} of query {query}.")
+    estimate = target * click_weights[..., 0] - click_weights[..., 1]
+    return torch.where(mask, estimate, 0.0)
 
 
 def reduce_queries(per_query, mask, reduction="mean", weights=None):

@@ -6,7 +6,14 @@ import math
 
 import torch
 
-from sklearn_ltr.losses._common import check_inputs, reduce_queries, relevant_weights, safe_divide
+from sklearn_ltr.losses._common import (
+    affine_relevance,
+    check_inputs,
+    is_affine_click_weights,
+    reduce_queries,
+    relevant_weights,
+    safe_divide,
+)
 
 __all__ = ["attention_rank", "listmle", "softmax_cross_entropy"]
 
@@ -46,6 +53,20 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reducti
     inverse-propensity-weighted softmax loss of Ai et al. (2018) and Joachims et al. (2017),
     and all-ones weights give the unweighted loss.
 
+    With affine ``click_weights`` (``[batch, list, 2]``: :math:`w_i = 1 / \alpha_i`,
+    :math:`b_i = \beta_i / \alpha_i`, from per-row :math:`(\alpha_i, \beta_i)` of trust bias),
+    each document's target is its affine estimate of relevance :math:`\hat\gamma_i = c_i w_i -
+    b_i = (c_i - \beta_i) / \alpha_i`, not normalised (a normaliser that depends on the clicks
+    would make the estimate a biased ratio), as in Vardasbi, Oosterhuis and de Rijke (2020):
+
+    .. math::
+        \ell_q = -\sum_{i=1}^{n_q} \hat\gamma_i \log \frac{e^{s_i}}{\sum_{k=1}^{n_q} e^{s_k}} .
+
+    Under trust bias (:math:`P(c_i = 1) = \alpha_i \gamma_i + \beta_i`) its expectation over
+    clicks is exactly :math:`-\sum_i \gamma_i \log \mathrm{softmax}(s)_i`, the linear-target loss
+    on the relevance probabilities times their sum; non-clicks (negative targets) push their
+    documents down. ``target="linear"`` only.
+
     Parameters
     ----------
     scores, labels : torch.Tensor of shape (batch, list)
@@ -63,9 +84,10 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reducti
         ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
     weights : torch.Tensor of shape (batch,), default=None
         Non-negative weight of each query in the reduction; None weighs every query 1.
-    click_weights : torch.Tensor of shape (batch, list), default=None
+    click_weights : torch.Tensor of shape (batch, list) or (batch, list, 2), default=None
         Non-negative weight of each relevant (clicked, label > 0) document, e.g. its clipped
-        inverse examination propensity; ``target="linear"`` only.
+        inverse examination propensity; with a last dimension of 2, the affine correction's
+        :math:`(w_i, b_i)` (see above). ``target="linear"`` only.
 
     Returns
     -------
@@ -85,6 +107,8 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reducti
        Approach." ICML 2007.
     .. [2] Bruch, Wang, Bendersky, Najork. "An Analysis of the Softmax Cross Entropy Loss for
        Learning-to-Rank with Binary Relevance." ICTIR 2019.
+    .. [3] Vardasbi, Oosterhuis, de Rijke. "When Inverse Propensity Scoring does not Work: Affine
+       Corrections for Unbiased Learning to Rank." CIKM 2020.
 
     Examples
     --------
@@ -105,10 +129,25 @@ def softmax_cross_entropy(scores, labels, mask=None, *, target="linear", reducti
     >>> labels = torch.tensor([[1.0, 0.0], [0.0, 0.0]])
     >>> round(softmax_cross_entropy(torch.zeros(2, 2), labels).item(), 4)  # (log 2 + 0) / 2
     0.3466
+
+    Affine correction with :math:`\alpha = 0.5, \beta = 0.25` for both documents: targets 1.5
+    (click) and -0.5, so at equal scores the loss is :math:`(1.5 - 0.5) \log 2`:
+
+    >>> affine = torch.tensor([[[2.0, 0.5], [2.0, 0.5]]])
+    >>> round(softmax_cross_entropy(torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]), click_weights=affine).item(), 4)
+    0.6931
     """
     if target not in _TARGETS:
         raise ValueError(f"target must be one of {list(_TARGETS)}; got {target!r}.")
     scores, labels, mask = check_inputs(scores, labels, mask)
+    if is_affine_click_weights(click_weights):
+        if target != "linear":
+            raise ValueError("click_weights need target='linear': the softmax target gives every document mass, "
+                             "clicked or not.")
+        # The affine estimates of relevance, unnormalised: linear in the clicks, hence unbiased.
+        estimate = affine_relevance(click_weights, (labels > 0).to(scores.dtype), mask)
+        per_doc = estimate * torch.where(mask, _masked_log_softmax(scores, mask), 0.0)
+        return reduce_queries(-per_doc.sum(dim=1), mask, reduction, weights)
     relevant = relevant_weights(click_weights, labels, mask)
     if relevant is not None and target != "linear":
         raise ValueError("click_weights need target='linear': the softmax target gives every document mass, "

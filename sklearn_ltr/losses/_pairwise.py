@@ -6,12 +6,14 @@ import torch
 import torch.nn.functional as F
 
 from sklearn_ltr.losses._common import (
+    affine_relevance,
     check_inputs,
     check_k,
     check_positive,
     discount,
     gains,
     ideal_dcg,
+    is_affine_click_weights,
     reduce_queries,
     relevant_weights,
     safe_divide,
@@ -84,6 +86,24 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reductio
     loss is linear in the weights, the inverse-propensity-weighted pairwise loss of Joachims
     et al. (2017), and all-ones weights give the unweighted loss.
 
+    With affine ``click_weights`` (``[batch, list, 2]``: :math:`w_i = 1 / \alpha_i`,
+    :math:`b_i = \beta_i / \alpha_i`, from per-row :math:`(\alpha_i, \beta_i)` of trust bias),
+    the loss is the pairwise loss linear in relevance of Joachims et al. (2017), "each relevant
+    document above every other one", with each document's relevance replaced by its affine
+    estimate :math:`\hat\gamma_i = (c_i - \beta_i) / \alpha_i` (Vardasbi et al., 2020):
+
+    .. math::
+        \ell_q = \frac{1}{|P_q|} \sum_{\{i, j\} \in P_q} \Big[\hat\gamma_i
+            \log\big(1 + e^{-\sigma(s_i - s_j)}\big) + \hat\gamma_j
+            \log\big(1 + e^{-\sigma(s_j - s_i)}\big)\Big]
+
+    over every pair :math:`P_q` of real documents, :math:`|P_q| = n_q (n_q - 1) / 2` (a count
+    that does not depend on the clicks; ``include_ties`` does not apply). It is linear in the
+    clicks, so under trust bias (:math:`P(c_i = 1) = \alpha_i \gamma_i + \beta_i`) its
+    expectation over clicks is exactly the same loss on the relevance probabilities
+    :math:`\gamma_i`. For 0/1 relevance it is RankNet's cost on pairs of different labels plus
+    twice the tied cost on pairs of relevant documents.
+
     Parameters
     ----------
     scores, labels : torch.Tensor of shape (batch, list)
@@ -103,9 +123,10 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reductio
         ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
     weights : torch.Tensor of shape (batch,), default=None
         Non-negative weight of each query in the reduction; None weighs every query 1.
-    click_weights : torch.Tensor of shape (batch, list), default=None
+    click_weights : torch.Tensor of shape (batch, list) or (batch, list, 2), default=None
         Non-negative weight of each relevant (clicked, label > 0) document, e.g. its clipped
-        inverse examination propensity; None (or all ones) is the unweighted loss.
+        inverse examination propensity; None (or all ones) is the unweighted loss. With a last
+        dimension of 2, the affine correction's :math:`(w_i, b_i)` (see above).
 
     Returns
     -------
@@ -119,6 +140,10 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reductio
        using Gradient Descent." ICML 2005.
     .. [2] Burges. "From RankNet to LambdaRank to LambdaMART: An Overview." Microsoft
        Research Technical Report MSR-TR-2010-82, 2010.
+    .. [3] Joachims, Swaminathan, Schnabel. "Unbiased Learning-to-Rank with Biased Feedback."
+       WSDM 2017.
+    .. [4] Vardasbi, Oosterhuis, de Rijke. "When Inverse Propensity Scoring does not Work: Affine
+       Corrections for Unbiased Learning to Rank." CIKM 2020.
 
     Examples
     --------
@@ -150,9 +175,24 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reductio
     0.4399
     >>> round(ranknet(scores, labels, include_ties=False).item(), 4)  # log(1 + e^-1)
     0.3133
+
+    Affine correction, :math:`\alpha = 0.5, \beta = 0.25`: the click (estimate 1.5) scored 2
+    above the non-click (estimate -0.5), :math:`1.5 \log(1 + e^{-2}) - 0.5 \log(1 + e^{2})`:
+
+    >>> affine = torch.tensor([[[2.0, 0.5], [2.0, 0.5]]])
+    >>> round(ranknet(torch.tensor([[2.0, 0.0]]), torch.tensor([[1.0, 0.0]]), click_weights=affine).item(), 4)
+    -0.8731
     """
     sigma = check_positive("sigma", sigma)
     scores, labels, mask = check_inputs(scores, labels, mask)
+    if is_affine_click_weights(click_weights):
+        # Every pair, each document's affine estimate on "above the other": linear in the clicks.
+        estimate = affine_relevance(click_weights, (labels > 0).to(scores.dtype), mask)
+        logits, _, pairs = _pairwise(scores, labels, mask, sigma=sigma, ties=True)
+        weight = pairs.to(scores.dtype)
+        cost = estimate[:, :, None] * F.softplus(-logits) + estimate[:, None, :] * F.softplus(logits)
+        per_query = (weight * cost).sum(dim=(1, 2))
+        return reduce_queries(safe_divide(per_query, weight.sum(dim=(1, 2))), mask, reduction, weights)
     logits, target, pairs = _pairwise(scores, labels, mask, sigma=sigma, ties=bool(include_ties))
     weight = pairs.to(scores.dtype)
     count = weight.sum(dim=(1, 2))

@@ -10,6 +10,13 @@ for a *new* ranking of the same rows (Joachims, Swaminathan and Schnabel, 2017; 
 
 Both metrics are DCG with a linear gain on the weighted clicks :math:`c_i w_i`, so they reuse
 :mod:`sklearn_ltr.metrics._dcg` (one sort by ``(query, -score)``, the same tie rule).
+
+Under trust bias users also click non-relevant documents, more so at the top (Agarwal, Wang, Li,
+Bendersky and Najork, 2019): :math:`P(c_i = 1) = \alpha_i \gamma_i + \beta_i`, and no
+propensity makes :math:`c_i / p_i` unbiased. Every function here then takes ``propensity`` as an
+``(n_samples, 2)`` array of per-row :math:`(\alpha_i, \beta_i)`, and the gain of a row becomes its
+affine estimate :math:`(c_i - \beta_i) / \max(\alpha_i, \tau)` (Vardasbi, Oosterhuis and de Rijke,
+2020), negative for a non-click.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ltr._validation import check_scores
-from sklearn_ltr.clicks import PROPENSITY_CLIP, inverse_propensity_weights
+from sklearn_ltr.clicks import PROPENSITY_CLIP, affine_click_weights, inverse_propensity_weights
 from sklearn_ltr.metrics._dcg import _row_discounts, _scaled_dcg_per_query, _scaled_ideal_dcg_per_query
 from sklearn_ltr.metrics._lists import RankedLists, mean_over_queries, per_query_with_empty
 from sklearn_ltr.metrics._params import check_metric_params
@@ -42,8 +49,8 @@ def _check_clicks(clicks):
     return values
 
 
-def _weighted_click_lists(clicks, y_score, groups, propensity, clip, ties):
-    """:class:`RankedLists` whose labels are the clipped inverse-propensity-weighted clicks ``c_i * w_i``."""
+def _checked_log(clicks, y_score, groups, propensity):
+    """``(clicks, y_score)`` checked, with the lengths of ``groups`` and ``propensity`` against them."""
     clicks = _check_clicks(clicks)
     n_samples = clicks.shape[0]
     y_score = check_scores(y_score, None, name="y_score")
@@ -58,12 +65,44 @@ def _weighted_click_lists(clicks, y_score, groups, propensity, clip, ties):
     if n_propensity is not None and n_propensity != n_samples:
         raise ValueError(f"propensity has {n_propensity} values but clicks has {n_samples}; pass the examination "
                          f"propensity of each logged row.")
-    weights = inverse_propensity_weights(propensity, clip=clip, n_samples=n_samples)
+    return clicks, y_score
+
+
+def _weighted_click_lists(clicks, y_score, groups, propensity, clip, ties):
+    """:class:`RankedLists` whose labels are the clipped inverse-propensity-weighted clicks ``c_i * w_i``."""
+    clicks, y_score = _checked_log(clicks, y_score, groups, propensity)
+    weights = inverse_propensity_weights(propensity, clip=clip, n_samples=clicks.shape[0])
     return RankedLists(clicks * weights, y_score, groups, stable=ties == "stable")
+
+
+def _linear_dcg(labels, y_score, groups, k, ties):
+    """``(lists, DCG@k)`` per query of non-negative ``labels`` with the linear gain, ranked by ``y_score``."""
+    lists = RankedLists(labels, y_score, groups, stable=ties == "stable")
+    return lists, _scaled_dcg_per_query(lists, "linear", _row_discounts(lists, k, ties), None)
+
+
+def _affine_values(clicks, y_score, groups, propensity, k, clip, ties):
+    """``(lists, dcg, ideal)`` of the affine estimates ``c_i w_i - b_i`` (trust bias), by linearity of DCG.
+
+    The estimates are negative for non-clicks; DCG is linear in the gains for a fixed ranking (tied
+    scores' discounts do not depend on the labels), so it is the DCG of the non-negative ``c_i w_i``
+    minus that of the offsets ``b_i``, both ranked by ``y_score``; the ideal one ranks by the estimates.
+    """
+    clicks, y_score = _checked_log(clicks, y_score, groups, propensity)
+    weights = affine_click_weights(propensity, clip=clip, n_samples=clicks.shape[0])
+    gains, offsets = clicks * weights[:, 0], weights[:, 1]
+    lists, dcg = _linear_dcg(gains, y_score, groups, k, ties)
+    dcg = dcg - _linear_dcg(offsets, y_score, groups, k, ties)[1]
+    estimate = gains - offsets
+    ideal = _linear_dcg(gains, estimate, groups, k, "stable")[1] - _linear_dcg(offsets, estimate, groups, k,
+                                                                               "stable")[1]
+    return lists, dcg, ideal
 
 
 def _ips_values(clicks, y_score, groups, propensity, k, clip, ties):
     """``(lists, ips_dcg, ideal)`` per query: the estimate and the DCG of its weighted clicks sorted by weight."""
+    if np.ndim(propensity) == 2:
+        return _affine_values(clicks, y_score, groups, propensity, k, clip, ties)
     lists = _weighted_click_lists(clicks, y_score, groups, propensity, clip, ties)
     # Linear gain on the weighted clicks: each clicked row adds w_i / log2(1 + r_i).
     dcg = _scaled_dcg_per_query(lists, "linear", _row_discounts(lists, k, ties), None)
@@ -89,6 +128,18 @@ def ips_dcg_per_query(clicks, y_score, groups, propensity, *, k=None, clip=PROPE
     :math:`\rho_i`: the estimate is **unbiased**. Where a true propensity is below the clip,
     it underestimates (the price of a bounded variance).
 
+    **Trust bias.** With ``propensity`` of shape (n_samples, 2), each row's
+    :math:`(\alpha_i, \beta_i)`, every logged row counts with its affine estimate of relevance
+    (Vardasbi, Oosterhuis and de Rijke, 2020):
+
+    .. math::
+        \widehat{\mathrm{DCG}}@k(q) = \sum_{i \in q:\ r_i \le k}
+        \frac{(c_i - \beta_i) / \max(\alpha_i, \tau)}{\log_2(1 + r_i)}
+
+    (non-clicks subtract :math:`\beta_i / \alpha_i`). When :math:`P(c_i = 1) = \alpha_i \gamma_i +
+    \beta_i` and every :math:`\alpha_i \ge \tau`, its expectation is exactly the DCG@k of the
+    ranking with the gain :math:`\gamma_i = P(R_i = 1)`. ``(p_i, 0)`` is the IPS estimate above.
+
     Parameters
     ----------
     clicks : array-like of shape (n_samples,)
@@ -97,9 +148,10 @@ def ips_dcg_per_query(clicks, y_score, groups, propensity, *, k=None, clip=PROPE
         Finite scores of the ranking to evaluate; a higher score ranks higher.
     groups : array-like of shape (n_samples,)
         Query id of each row (integers or strings, any order, queries may interleave).
-    propensity : array-like of shape (n_samples,)
+    propensity : array-like of shape (n_samples,) or (n_samples, 2)
         Examination probability :math:`p_i \in (0, 1]` of each row at its logged position
-        (the propensity, not its inverse).
+        (the propensity, not its inverse); or, under trust bias, each row's affine click
+        parameters :math:`(\alpha_i, \beta_i)` (see :func:`sklearn_ltr.clicks.check_affine`).
     k : int, default=None
         Cut-off: only clicked rows ranked in the top ``k`` by ``y_score`` count. ``None``: all.
     clip : float, default=PROPENSITY_CLIP
@@ -135,6 +187,12 @@ def ips_dcg_per_query(clicks, y_score, groups, propensity, *, k=None, clip=PROPE
     A. Agarwal, K. Takatsu, I. Zaitsev and T. Joachims. "A General Framework for
     Counterfactual Learning-to-Rank." SIGIR 2019.
 
+    A. Agarwal, X. Wang, C. Li, M. Bendersky and M. Najork. "Addressing Trust Bias for
+    Unbiased Learning-to-Rank." WWW 2019.
+
+    A. Vardasbi, H. Oosterhuis and M. de Rijke. "When Inverse Propensity Scoring does not Work:
+    Affine Corrections for Unbiased Learning to Rank." CIKM 2020.
+
     Examples
     --------
     Query ``"a"``: the clicked row (examined with probability 0.5, weight 2) is ranked second by
@@ -146,6 +204,16 @@ def ips_dcg_per_query(clicks, y_score, groups, propensity, *, k=None, clip=PROPE
     ...     propensity=[1.0, 0.5, 1.0, 0.5])
     >>> ids.tolist(), values.round(4).tolist()  # 2 / log2(3)
     (['a', 'b'], [1.2619, 0.0])
+
+    Under trust bias, :math:`(\alpha, \beta) = (0.5, 0.25)` for every row: the click counts
+    :math:`1.5`, each non-click :math:`-0.5`:
+
+    >>> import numpy as np
+    >>> ids, values = ips_dcg_per_query(
+    ...     clicks=[0, 1, 0, 0], y_score=[0.9, 0.4, 0.1, 0.3], groups=["a", "a", "b", "b"],
+    ...     propensity=np.tile([0.5, 0.25], (4, 1)))
+    >>> values.round(4).tolist()  # -0.5 + 1.5 / log2(3), -0.5 - 0.5 / log2(3)
+    [0.4464, -0.8155]
     """
     check_metric_params("ips_dcg_per_query", k=k, clip=clip, ties=ties)
     lists, dcg, _ = _ips_values(clicks, y_score, groups, propensity, k, clip, ties)
@@ -167,8 +235,10 @@ def ips_dcg_score(clicks, y_score, groups, propensity, *, k=None, clip=PROPENSIT
         Finite scores of the ranking to evaluate.
     groups : array-like of shape (n_samples,)
         Query id of each row.
-    propensity : array-like of shape (n_samples,)
-        Examination probability of each row at its logged position, in (0, 1].
+    propensity : array-like of shape (n_samples,) or (n_samples, 2)
+        Examination probability of each row at its logged position, in (0, 1]; or each row's
+        affine click parameters :math:`(\alpha_i, \beta_i)` of trust bias (see
+        :func:`ips_dcg_per_query`).
     k : int, default=None
         Cut-off; ``None`` uses whole lists.
     clip : float, default=PROPENSITY_CLIP
@@ -219,6 +289,11 @@ def ips_ndcg_per_query(
     The value is in [0, 1] and equals 1 when the ranking puts the clicked rows first, heaviest
     first.
 
+    With affine ``propensity`` (trust bias, see :func:`ips_dcg_per_query`), :math:`v_i` are the
+    affine estimates :math:`(c_i - \beta_i) / \max(\alpha_i, \tau)`, negative for non-clicks: the
+    denominator is the largest DCG any ranking gets from them, a query whose estimates give no
+    positive ideal DCG counts as ``empty_value``, and the value is at most 1 but may be negative.
+
     This is a **ratio estimate**: numerator and denominator are each unbiased for a DCG (the ideal
     one only up to the ordering of the weighted clicks), but their ratio is not unbiased for the
     NDCG. It is consistent as clicks accumulate on a query, and usually has a much smaller variance
@@ -240,8 +315,10 @@ def ips_ndcg_per_query(
         Finite scores of the ranking to evaluate.
     groups : array-like of shape (n_samples,)
         Query id of each row.
-    propensity : array-like of shape (n_samples,)
-        Examination probability of each row at its logged position, in (0, 1].
+    propensity : array-like of shape (n_samples,) or (n_samples, 2)
+        Examination probability of each row at its logged position, in (0, 1]; or each row's
+        affine click parameters :math:`(\alpha_i, \beta_i)` of trust bias (see
+        :func:`ips_dcg_per_query`).
     k : int, default=None
         Cut-off; ``None`` uses whole lists.
     clip : float, default=PROPENSITY_CLIP
@@ -310,8 +387,10 @@ def ips_ndcg_score(
         Finite scores of the ranking to evaluate.
     groups : array-like of shape (n_samples,)
         Query id of each row.
-    propensity : array-like of shape (n_samples,)
-        Examination probability of each row at its logged position, in (0, 1].
+    propensity : array-like of shape (n_samples,) or (n_samples, 2)
+        Examination probability of each row at its logged position, in (0, 1]; or each row's
+        affine click parameters :math:`(\alpha_i, \beta_i)` of trust bias (see
+        :func:`ips_dcg_per_query`).
     k : int, default=None
         Cut-off; ``None`` uses whole lists.
     clip : float, default=PROPENSITY_CLIP

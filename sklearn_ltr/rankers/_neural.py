@@ -21,7 +21,7 @@ from skorch.callbacks import EarlyStopping, ProgressBar
 from sklearn_ltr._blocks import check_finite_scores, query_blocks
 from sklearn_ltr._groups import check_query_weights
 from sklearn_ltr.base import BaseRanker, resolve_groups
-from sklearn_ltr.clicks import inverse_propensity_weights
+from sklearn_ltr.clicks import click_weights
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss, pairwise_tensors
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
@@ -227,7 +227,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             Weight of each row's query, the same for every row of a query: the loss of
             the batch is the weighted mean of its queries' losses. Routed like
             ``groups``.
-        propensity : array-like of shape (n_samples,), default=None
+        propensity : array-like of shape (n_samples,) or (n_samples, 2), default=None
             With clicks as ``y``: the probability that each row was examined where it was
             shown (e.g. ``estimate.propensity_of(positions)`` of a propensity estimate of
             :mod:`sklearn_ltr.clicks`). Each click then weighs
@@ -237,6 +237,14 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             value of early stopping becomes the IPS estimate of DCG@10 on the held-out clicks
             (:class:`~sklearn_ltr.training.ValidationNDCG`). Routed
             like ``groups``.
+
+            Under trust bias, an array of shape (n_samples, 2) of each row's affine click
+            parameters :math:`(\\alpha, \\beta)`, :math:`P(\\text{click}) = \\alpha P(R = 1) + \\beta`
+            (e.g. ``estimate.affine_of(positions)`` of
+            :func:`sklearn_ltr.clicks.estimate_trust_bias_em`): the losses then use the affine
+            estimate of relevance :math:`(c - \\beta) / \\max(\\alpha, 0.05)` in their unbiased
+            forms (:func:`sklearn_ltr.clicks.affine_click_weights`; Vardasbi et al., 2020), and
+            validation the affine estimate of DCG@10. ``(p, 0)`` is position bias alone.
         X_val, y_val, groups_val : array-like, default=None
             A separate validation set (e.g. LETOR's ``vali`` file, or a validation click log of
             other queries): its features, labels (or clicks) and query ids. Its NDCG@10 is
@@ -326,8 +334,13 @@ class NeuralRanker(NeuralParameters, BaseRanker):
                 check_validation_features_of(self, callback.X, name=f"the features X of {type(callback).__name__}")
 
     def _click_weights(self, y, propensity, n_samples):
-        """Per-row inverse-propensity weights (float32) of ``fit(..., propensity=...)``, after checking its use."""
-        weights = inverse_propensity_weights(propensity, n_samples=n_samples)
+        """Per-row click weights (float32) of ``fit(..., propensity=...)``, after checking its use.
+
+        A 1-D ``propensity`` gives the inverse-propensity weights ``(n_samples,)``; an ``(n_samples, 2)`` one
+        of per-row ``(alpha, beta)`` the affine correction's ``(1 / alpha, beta / alpha)`` pairs
+        (:func:`sklearn_ltr.clicks.affine_click_weights`), which the losses read as ``[batch, list, 2]``.
+        """
+        weights = click_weights(propensity, n_samples=n_samples)
         if not np.isin(y, (0.0, 1.0)).all():
             raise ValueError(
                 "propensity weights clicks: with propensity=..., y must hold clicks, 1 (clicked) and 0 (shown, "
@@ -343,7 +356,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             raise ValueError(
                 f"propensity was given, but the loss {self._loss_name()!r} takes no click weights: use "
                 f"loss='sigmoid_ce', 'softmax' or 'ranknet' (their inverse-propensity-weighted forms), or a loss "
-                f"function with a keyword argument click_weights=None (a [batch, list] tensor)."
+                f"function with a keyword argument click_weights=None (a [batch, list] tensor, or [batch, list, 2] "
+                f"of (1 / alpha, beta / alpha) for a propensity of per-row (alpha, beta))."
             )
         return weights.astype(np.float32)
 

@@ -59,6 +59,11 @@ class ValidationNDCG(Callback):
     pages do, its weight cancels in the ratio, and the estimate would select like the NDCG
     of the raw clicks.
 
+    With affine propensities (an ``(n_samples, 2)`` array of per-row :math:`(\alpha_i, \beta_i)`
+    of trust bias, in ``fit`` or here), the recorded value is the affine estimate of DCG@k,
+    each row's gain :math:`(c_i - \beta_i) / \max(\alpha_i, 0.05)` (Vardasbi et al., 2020; see
+    :func:`sklearn_ltr.metrics.ips_dcg_per_query`): unbiased under trust bias, where IPS is not.
+
     Parameters
     ----------
     k : int, default=10
@@ -69,10 +74,11 @@ class ValidationNDCG(Callback):
         Its graded relevance labels, or its clicks (0/1) with ``propensity``.
     groups : ndarray of shape (n_samples,), default=None
         Its query (or result page) ids.
-    propensity : ndarray of shape (n_samples,), default=None
+    propensity : ndarray of shape (n_samples,) or (n_samples, 2), default=None
         For a separate validation *click log*: each row's examination propensity. The
         callback then records the IPS estimate of DCG@k (each click weighted
-        :math:`1 / \max(p_i, 0.05)`), as for held-out click weights.
+        :math:`1 / \max(p_i, 0.05)`), as for held-out click weights. With two columns, each
+        row's affine click parameters :math:`(\alpha_i, \beta_i)`: the affine estimate of DCG@k.
     name : str, default=None
         History key; ``"valid_ndcg@{k}"`` by default.
     extras : dict of str to ndarray, default=None
@@ -188,7 +194,10 @@ class ValidationNDCG(Callback):
                 labels, groups = torch.cat(self._labels).numpy(), torch.cat(self._groups).numpy()
                 if self._weights:  # a click log with propensities: the IPS estimate (see the class docstring)
                     # The weights are 1 / max(p, clip): their inverse is the clipped propensity itself.
-                    propensity = 1.0 / torch.cat(self._weights).numpy().astype(np.float64)
+                    # Affine pairs (w, b) = (1 / max(alpha, clip), beta w) give back (max(alpha, clip), beta).
+                    weights = torch.cat(self._weights).numpy().astype(np.float64)
+                    propensity = 1.0 / weights if weights.ndim == 1 else np.column_stack(
+                        [1.0 / weights[:, 0], weights[:, 1] / weights[:, 0]])
                     mean = ips_dcg_score(labels, scores, groups, propensity, k=self.k)
                 else:
                     mean = ndcg_score(labels, scores, groups, k=self.k)
