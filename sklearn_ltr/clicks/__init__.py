@@ -6,6 +6,9 @@
   position-based model, from the clicks, positions and features of a log.
 - :func:`estimate_propensity_harvesting`: the same from documents shown at several positions
   (intervention harvesting), without features.
+- :func:`affine_click_weights`: the affine correction :math:`(c - \\beta) / \\alpha` of trust bias
+  that training and counterfactual metrics apply when ``propensity`` is an ``(n_samples, 2)``
+  array of per-row ``(alpha, beta)``.
 
 Both estimators return a :class:`PropensityEstimate` (per-position propensities relative to
 position 1 with a bootstrap band); its ``propensity_of(positions)`` gives each row's propensity.
@@ -32,7 +35,14 @@ from sklearn_ltr.clicks._em import estimate_propensity_em
 from sklearn_ltr.clicks._estimate import PropensityEstimate
 from sklearn_ltr.clicks._harvesting import estimate_propensity_harvesting
 from sklearn_ltr.clicks._simulation import SimulatedClickLog, simulate_click_log
-from sklearn_ltr.clicks._weights import PROPENSITY_CLIP, check_propensity, inverse_propensity_weights
+from sklearn_ltr.clicks._weights import (
+    PROPENSITY_CLIP,
+    affine_click_weights,
+    check_affine,
+    check_propensity,
+    click_weights,
+    inverse_propensity_weights,
+)
 
 __all__ = [
     "PROPENSITY_CLIP",
