@@ -114,8 +114,9 @@ def lambdaloss(scores, labels, mask=None, *, weighing_scheme="ndcg_loss2pp", k=N
     at least one document in the top :math:`k`). Ties in score are ranked by position in the
     list (allRank sorts them in an unspecified order). The logistic cost is computed as
     :math:`\operatorname{softplus}(-\sigma(s_i - s_j)) / \ln 2`, finite for every score and
-    never clipped (allRank clips the probability at :math:`10^{-10}`, i.e. the pair cost at
-    33.2 bits). Pairs are summed within a query; by default the loss is the mean over queries
+    never clipped (allRank clips the pair's probability, and its power :math:`\rho_{ij}`, at
+    :math:`10^{-10}`: a pair's cost, weighted or not, stops at 33.2 bits, with no gradient
+    beyond). Pairs are summed within a query; by default the loss is the mean over queries
     (allRank's ``reduction="sum"`` is ``reduction="sum"`` here). Gains are computed as
     :math:`2^{y - m} - 2^{-m}`, :math:`m` the query's largest label, which leaves
     :math:`G_i` unchanged and never overflows.
