@@ -30,6 +30,12 @@ array([1., 2., 2.])
 20.0
 """
 
+from sklearn_ltr.clicks._cascade_models import (
+    CascadeModel,
+    DependentClickModel,
+    DynamicBayesianNetwork,
+    UserBrowsingModel,
+)
 from sklearn_ltr.clicks._click_models import ClickModel, PositionBasedModel
 from sklearn_ltr.clicks._em import estimate_propensity_em
 from sklearn_ltr.clicks._estimate import PropensityEstimate
@@ -46,10 +52,14 @@ from sklearn_ltr.clicks._weights import (
 
 __all__ = [
     "PROPENSITY_CLIP",
+    "CascadeModel",
     "ClickModel",
+    "DependentClickModel",
+    "DynamicBayesianNetwork",
     "PositionBasedModel",
     "PropensityEstimate",
     "SimulatedClickLog",
+    "UserBrowsingModel",
     "check_propensity",
     "estimate_propensity_em",
     "estimate_propensity_harvesting",
