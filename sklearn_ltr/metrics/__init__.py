@@ -61,6 +61,7 @@ The registry names every metric that the scorers and the significance tests acce
 from sklearn_ltr.metrics import _registry, _scorer
 from sklearn_ltr.metrics._binary import average_precision_score, mrr_score, precision_at_k
 from sklearn_ltr.metrics._cascade import err_score
+from sklearn_ltr.metrics._click_models import click_log_likelihood, click_perplexity
 from sklearn_ltr.metrics._dcg import dcg_score, ndcg_per_query, ndcg_score
 from sklearn_ltr.metrics._ips import ips_dcg_per_query, ips_dcg_score, ips_ndcg_per_query, ips_ndcg_score
 from sklearn_ltr.metrics._pairs import swapped_pairs
@@ -99,6 +100,8 @@ __all__ = [
     "SignificanceResult",
     "SignificanceTable",
     "average_precision_score",
+    "click_log_likelihood",
+    "click_perplexity",
     "compare_rankings",
     "dcg_score",
     "err_score",
