@@ -9,6 +9,9 @@
 - :func:`affine_click_weights`: the affine correction :math:`(c - \\beta) / \\alpha` of trust bias
   that training and counterfactual metrics apply when ``propensity`` is an ``(n_samples, 2)``
   array of per-row ``(alpha, beta)``.
+- :func:`estimate_trust_bias_em`: those per-position ``(alpha, beta)`` of trust bias by EM
+  (examination and the click rates of relevant and non-relevant documents); its
+  :class:`TrustBiasEstimate`'s ``affine_of(positions)`` gives each row's pair.
 
 Both estimators return a :class:`PropensityEstimate` (per-position propensities relative to
 position 1 with a bootstrap band); its ``propensity_of(positions)`` gives each row's propensity.
@@ -40,6 +43,7 @@ from sklearn_ltr.clicks._click_models import ClickModel, PositionBasedModel
 from sklearn_ltr.clicks._em import estimate_propensity_em
 from sklearn_ltr.clicks._estimate import PropensityEstimate
 from sklearn_ltr.clicks._harvesting import estimate_propensity_harvesting
+from sklearn_ltr.clicks._trust_em import TrustBiasEstimate, estimate_trust_bias_em
 from sklearn_ltr.clicks._simulation import SimulatedClickLog, simulate_click_log
 from sklearn_ltr.clicks._weights import (
     PROPENSITY_CLIP,
@@ -58,11 +62,13 @@ __all__ = [
     "DynamicBayesianNetwork",
     "PositionBasedModel",
     "PropensityEstimate",
+    "TrustBiasEstimate",
     "SimulatedClickLog",
     "UserBrowsingModel",
     "check_propensity",
     "estimate_propensity_em",
     "estimate_propensity_harvesting",
+    "estimate_trust_bias_em",
     "inverse_propensity_weights",
     "simulate_click_log",
 ]
