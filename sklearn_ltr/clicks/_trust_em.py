@@ -81,6 +81,23 @@ class TrustBiasEstimate:
     log_likelihood : ndarray of float64 of shape (n_iter,)
         Mean (weighted) log-likelihood of the clicks after each iteration; never decreasing for the
         per-document relevance.
+
+    See Also
+    --------
+    estimate_trust_bias_em : The estimator that returns it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ltr.clicks import TrustBiasEstimate
+    >>> estimate = TrustBiasEstimate(
+    ...     positions=np.array([1, 2]), alpha=np.array([0.6, 0.3]), beta=np.array([0.3, 0.1]),
+    ...     theta=np.array([1.0, 0.5]), eps_plus=np.array([0.9, 0.8]), eps_minus=np.array([0.3, 0.2]),
+    ...     relevance=np.empty(0), n_iter=0, converged=True)
+    >>> estimate.affine_of([1, 2, 5])  # positions past 2 share position 2's pair
+    array([[0.6, 0.3],
+           [0.3, 0.1],
+           [0.3, 0.1]])
     """
 
     positions: np.ndarray

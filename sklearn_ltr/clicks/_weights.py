@@ -272,10 +272,26 @@ def affine_click_weights(propensity, *, clip=PROPENSITY_CLIP, n_samples=None, na
 
 
 def click_weights(propensity, *, clip=PROPENSITY_CLIP, n_samples=None, name="propensity"):
-    """The weights of ``propensity`` whatever its form: 1-D inverse-propensity weights, or 2-D affine ``(w, b)``.
+    r"""The weights of ``propensity`` whatever its form: 1-D inverse-propensity weights, or 2-D affine ``(w, b)``.
 
     Dispatches to :func:`inverse_propensity_weights` (one propensity per row) or to
     :func:`affine_click_weights` (an ``(n_samples, 2)`` array of ``(alpha, beta)``).
+
+    Parameters
+    ----------
+    propensity : array-like of shape (n_samples,) or (n_samples, 2)
+        Examination propensities, or per-row affine click parameters ``(alpha, beta)``.
+    clip : float, default=PROPENSITY_CLIP
+        Smallest propensity (or ``alpha``) kept.
+    n_samples : int, default=None
+        Rows the values must match; None skips the check.
+    name : str, default="propensity"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    weights : ndarray of float64 of shape (n_samples,) or (n_samples, 2)
+        :math:`1 / \max(p_i, \tau)`, or the pairs :math:`(w_i, b_i)`.
 
     Examples
     --------
