@@ -192,3 +192,82 @@ def test_compare_report_on_a_click_log_never_overwrites_a_propensity_file(log, c
     status, out, _ = run(capsys, *compare, "--report", report)
     assert status == 0 and out.rstrip().endswith(f"wrote report to {report}")
     assert "IPS-NDCG@10" in report.read_text()
+
+
+# --------------------------------------------------------------------------- train --simulate-clicks
+
+
+@pytest.fixture
+def graded_file(tmp_path):
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(30) + 5, rng.integers(2, 9, size=30))
+    y = rng.choice(5, size=groups.size, p=[0.4, 0.3, 0.15, 0.1, 0.05])
+    X = rng.normal(size=(groups.size, 3))
+    path = tmp_path / "graded.txt"
+    dump_svmlight_ranking(X, y, groups, path)
+    return path, X, y, groups
+
+
+def _simulated_rows(monkeypatch, capsys, path, *extra):
+    """The click log ``train --model two-tower --simulate-clicks 3`` would train on (the fit itself is stopped)."""
+    from sklearn_ltr.cli import _commands
+    from sklearn_ltr.cli._errors import CLIError
+
+    seen = []
+
+    def stop(spec, params, rows, *args, **kwargs):
+        seen.append(rows)
+        raise CLIError("stopped before training")
+
+    monkeypatch.setattr(_commands, "fit_model", stop)
+    status, out, err = run(capsys, "train", "--model", "two-tower", "--train", path, "--out", path.parent / "m.joblib",
+                           "--simulate-clicks", "3", "--logging-quality", "0.4", "--seed", "7", *extra)
+    assert status == 2 and "stopped before training" in err, err
+    return seen[0], out
+
+
+def test_simulated_sessions_are_the_loop_of_simulate_clicks(monkeypatch, capsys, graded_file):
+    path, X, y, groups = graded_file
+    rows, out = _simulated_rows(monkeypatch, capsys, path)
+    rng = np.random.default_rng(7)  # --seed: the generator of the three sessions
+    pages = [simulate_clicks(y, groups, w=0.4, random_state=rng) for _ in range(3)]
+    np.testing.assert_array_equal(rows.positions, np.concatenate([p for p, _ in pages]))
+    np.testing.assert_array_equal(rows.y, np.concatenate([c for _, c in pages]))
+    np.testing.assert_allclose(rows.X, np.tile(X, (3, 1)))
+    codes = np.unique(groups, return_inverse=True)[1].ravel()
+    np.testing.assert_array_equal(rows.groups, np.concatenate([codes * 3 + s for s in range(3)]))
+    assert "3 simulated sessions per query (logging quality w=0.4, click model PositionBasedModel())" in out
+
+
+@pytest.mark.parametrize(("extra", "name"), [(["--click-model", "cascade"], "CascadeModel()"),
+                                             (["--click-model", "pbm", "--eta", "2"], "PositionBasedModel(eta=2.0)"),
+                                             (["--eta", "0.5"], "PositionBasedModel(eta=0.5)"),
+                                             (["--click-model", "ubm", "--eta", "1.5"], "UserBrowsingModel(eta=1.5)"),
+                                             (["--click-model", "dcm"], "DependentClickModel()"),
+                                             (["--click-model", "dbn"], "DynamicBayesianNetwork()")])
+def test_click_model_option(monkeypatch, capsys, graded_file, extra, name):
+    from sklearn_ltr.cli._clicks import make_click_model
+    from sklearn_ltr.clicks import simulate_click_log
+
+    path, _, y, groups = graded_file
+    rows, out = _simulated_rows(monkeypatch, capsys, path, *extra)
+    assert f"click model {name})" in out
+    model = make_click_model(extra[1] if extra[0] == "--click-model" else "pbm",
+                             float(extra[-1]) if "--eta" in extra else None)
+    assert repr(model) == name
+    log = simulate_click_log(y, groups, click_model=model, w=0.4, sessions=3, random_state=7)
+    np.testing.assert_array_equal(rows.y, log.clicks)
+    np.testing.assert_array_equal(rows.positions, log.positions)
+    if extra[1] == "cascade":
+        assert np.bincount(rows.groups, weights=rows.y).max() == 1  # one click at most per session
+
+
+def test_click_model_option_errors(capsys, graded_file):
+    path = graded_file[0]
+    train = ["train", "--model", "two-tower", "--train", path, "--out", path.parent / "m.joblib"]
+    assert_user_error(capsys, [*train, "--simulate-clicks", "2", "--click-model", "dbn", "--eta", "2"],
+                      "--eta", "pbm or ubm")
+    assert_user_error(capsys, [*train, "--simulate-clicks", "2", "--eta", "-1"], "--eta must be")
+    assert_user_error(capsys, [*train, "--click-model", "cascade"], "--simulate-clicks N")
+    status, _, err = run(capsys, *train, "--simulate-clicks", "2", "--click-model", "pcm")
+    assert status == 2 and "invalid choice" in err

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from sklearn_ltr.cli import _data_files, _progress
-from sklearn_ltr.cli._clicks import click_log
+from sklearn_ltr.cli._clicks import click_log, make_click_model
 from sklearn_ltr.cli._data_files import align_features, data_file_inputs, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.cli._metrics import empty_queries, empty_query_note, metric_values, parse_metrics
@@ -69,6 +69,10 @@ def train(args):
         raise CLIError(f"--simulate-clicks needs a positive number of sessions per query; got {args.simulate_clicks}.")
     if not 0 <= args.logging_quality <= 1:
         raise CLIError(f"--logging-quality must be in [0, 1]; got {args.logging_quality}.")
+    click_model_name, eta = getattr(args, "click_model", None), getattr(args, "eta", None)
+    if args.simulate_clicks is None and (click_model_name is not None or eta is not None):
+        raise CLIError("--click-model and --eta choose how --simulate-clicks N clicks; add --simulate-clicks N.")
+    click_model = make_click_model(click_model_name or "pbm", eta) if args.simulate_clicks is not None else None
     data = read_ranking(args.train, args.format, missing=args.missing_values)
     valid = read_ranking(args.valid, args.format, missing=args.missing_values) if args.valid else None
     if valid is not None:  # a sparse file may lack the other's last features: pad both to the wider one
@@ -87,7 +91,7 @@ def train(args):
     rows = data
     if spec.clicks:
         rows = click_log(data, positions_path=args.positions, simulate=args.simulate_clicks, w=args.logging_quality,
-                         random_state=args.seed)
+                         click_model=click_model, random_state=args.seed)
         print(f"two-tower: {rows.description}", flush=True)
     estimator, report = fit_model(spec, params, rows, valid, preprocessing=preprocessing,
                                   impute_strategy=args.impute_strategy,

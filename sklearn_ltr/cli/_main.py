@@ -240,6 +240,12 @@ def build_parser():
     clicks.add_argument("--logging-quality", type=float, default=1.0, metavar="W",
                         help="with --simulate-clicks: weight of the label in the logging ranking, 1 sorts by "
                              "relevance, 0 shuffles (default 1)")
+    clicks.add_argument("--click-model", choices=("pbm", "cascade", "dcm", "dbn", "ubm"), metavar="MODEL",
+                        help="with --simulate-clicks: the click model, pbm (position-based, the default), cascade, dcm "
+                             "(dependent click model), dbn (dynamic Bayesian network) or ubm (user browsing model)")
+    clicks.add_argument("--eta", type=float, metavar="ETA",
+                        help="with --simulate-clicks and --click-model pbm or ubm: position-bias severity, "
+                             "examination (1/position)**ETA (default 1)")
     _add_threads(train, None, "default: the libraries' own, all cores; --param n_jobs overrides it for lambdamart")
     _add_progress(train)
     _add_common(train)
