@@ -7,7 +7,8 @@ above the single tower at every logging-policy quality ``w`` (at ``w = 1``: sing
 runs the same protocol on MQ2008 Fold 1 (features and labels, ``y_max = 2``) and on
 MSLR-shaped ``make_ranking`` data (``y_max = 4``):
 
-1. Clicks: ``sklearn_ltr.datasets.simulate_clicks`` on the *training* queries, for ``w`` in
+1. Clicks: ``sklearn_ltr.clicks.simulate_click_log`` (the default position-based model, as
+   ``sklearn_ltr.datasets.simulate_clicks``) on the *training* queries, for ``w`` in
    {1, 0.8, 0.6, 0.2, 0}, ``epsilon = 0.1``, examination ``1 / position``. Each training
    query is shown ``--sessions`` times (independent displays and clicks); every session is
    its own list (``groups``) with the display positions of its full result page.
@@ -54,7 +55,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_ltr.datasets import load_svmlight_ranking, make_ranking, simulate_clicks
+from sklearn_ltr.clicks import PositionBasedModel, simulate_click_log
+from sklearn_ltr.datasets import load_svmlight_ranking, make_ranking
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.preprocessing import Log1pTransformer
 from sklearn_ltr.rankers import LambdaMARTRanker, RankNetRanker
@@ -99,16 +101,15 @@ def load_mslr_shaped(n_train, n_test, seed=0):
 
 
 def click_log(y, qid, *, w, y_max, sessions, keep, seed):
-    """Rows, clicks, positions and session ids of the down-sampled click log (see the module docstring)."""
-    rng = np.random.default_rng(seed)
-    parts = []
-    for s in range(sessions):
-        positions, clicks = simulate_clicks(y, qid, w=w, epsilon=0.1, y_max=y_max, random_state=rng)
-        kept = np.flatnonzero((clicks == 1) | (rng.random(len(clicks)) < keep))
-        parts.append((kept, clicks[kept], positions[kept], np.full(len(kept), s)))
-    rows, clicks, positions, session = (np.concatenate(p) for p in zip(*parts, strict=True))
-    query = np.unique(qid, return_inverse=True)[1].ravel()
-    return rows, clicks, positions, query[rows] * sessions + session
+    """Rows, clicks, positions and session ids of the down-sampled click log (see the module docstring).
+
+    One call of :func:`sklearn_ltr.clicks.simulate_click_log`: per session the draws of
+    ``simulate_clicks`` then one uniform draw per row for the down-sampling, as this script's
+    earlier per-session loop drew them (same logs for ``keep < 1``).
+    """
+    log = simulate_click_log(y, qid, click_model=PositionBasedModel(eta=1.0, epsilon=0.1), w=w, sessions=sessions,
+                             keep_non_clicked=keep, y_max=y_max, random_state=seed)
+    return log.rows, log.clicks, log.positions, log.sessions
 
 
 def fit_predict(method, X, clicks, positions, sessions, X_test, seed, net, observation_lr=None):

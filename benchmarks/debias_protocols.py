@@ -22,7 +22,8 @@ import torch
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
-from sklearn_ltr.datasets import click_probability, load_svmlight_ranking, simulate_clicks
+from sklearn_ltr.clicks import PositionBasedModel, simulate_click_log
+from sklearn_ltr.datasets import click_probability, load_svmlight_ranking
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.nn import gradient_reversal
 
@@ -301,8 +302,9 @@ def click_log(labels, qid, *, w, protocol, sessions, rng, y_max, epsilon=0.1):
     w : float
         Quality of the logging ranker.
     protocol : {"true-rank", "reference"}
-        ``"true-rank"``: :func:`sklearn_ltr.datasets.simulate_clicks` (positions and
-        clicks). ``"reference"``: :func:`reference_positions` then
+        ``"true-rank"``: :func:`sklearn_ltr.clicks.simulate_click_log` with the default
+        position-based model (one :func:`sklearn_ltr.datasets.simulate_clicks` per session).
+        ``"reference"``: :func:`reference_positions` then
         :func:`reference_clicks` (the same click model).
     sessions : int
         Result pages per query.
@@ -321,14 +323,15 @@ def click_log(labels, qid, *, w, protocol, sessions, rng, y_max, epsilon=0.1):
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}; got {protocol!r}.")
+    if protocol == "true-rank":  # the draws of one simulate_clicks call per session, from rng
+        log = simulate_click_log(labels, qid, click_model=PositionBasedModel(eta=1.0, epsilon=epsilon), w=w,
+                                 sessions=sessions, y_max=y_max, random_state=rng)
+        return log.rows, log.positions, log.clicks, log.sessions
     query = np.unique(qid, return_inverse=True)[1].ravel()
     parts = []
     for s in range(sessions):
-        if protocol == "true-rank":
-            positions, clicks = simulate_clicks(labels, qid, w=w, epsilon=epsilon, y_max=y_max, random_state=rng)
-        else:
-            positions = reference_positions(labels, qid, w, rng, y_max)
-            clicks = reference_clicks(labels, positions, rng, y_max=y_max, epsilon=epsilon)
+        positions = reference_positions(labels, qid, w, rng, y_max)
+        clicks = reference_clicks(labels, positions, rng, y_max=y_max, epsilon=epsilon)
         parts.append((np.arange(len(labels)), positions, clicks, query * sessions + s))
     return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
 
