@@ -6,6 +6,8 @@
   position-based model, from the clicks, positions and features of a log.
 - :func:`estimate_propensity_harvesting`: the same from documents shown at several positions
   (intervention harvesting), without features.
+- :func:`estimate_propensity_document_em`: EM of the position-based model with one relevance per
+  (query, document), for logs that show documents at several positions; the one to prefer there.
 - :func:`affine_click_weights`: the affine correction :math:`(c - \\beta) / \\alpha` of trust bias
   that training and counterfactual metrics apply when ``propensity`` is an ``(n_samples, 2)``
   array of per-row ``(alpha, beta)``.
@@ -13,7 +15,7 @@
   (examination and the click rates of relevant and non-relevant documents); its
   :class:`TrustBiasEstimate`'s ``affine_of(positions)`` gives each row's pair.
 
-Both estimators return a :class:`PropensityEstimate` (per-position propensities relative to
+Every estimator returns a :class:`PropensityEstimate` (per-position propensities relative to
 position 1 with a bootstrap band); its ``propensity_of(positions)`` gives each row's propensity.
 
 Examples
@@ -40,6 +42,7 @@ from sklearn_ltr.clicks._cascade_models import (
     UserBrowsingModel,
 )
 from sklearn_ltr.clicks._click_models import ClickModel, PositionBasedModel
+from sklearn_ltr.clicks._document_em import estimate_propensity_document_em
 from sklearn_ltr.clicks._em import estimate_propensity_em
 from sklearn_ltr.clicks._estimate import PropensityEstimate
 from sklearn_ltr.clicks._harvesting import estimate_propensity_harvesting
@@ -66,6 +69,7 @@ __all__ = [
     "SimulatedClickLog",
     "UserBrowsingModel",
     "check_propensity",
+    "estimate_propensity_document_em",
     "estimate_propensity_em",
     "estimate_propensity_harvesting",
     "estimate_trust_bias_em",

@@ -86,8 +86,11 @@ def update_theta(clicks, buckets, weights, theta, gamma, *, shown, max_steps=200
     return theta
 
 
-def run_em(clicks, buckets, weights, fit_relevance, theta, gamma, *, n_iter, tol):
+def run_em(clicks, buckets, weights, fit_relevance, theta, gamma, *, n_iter, tol, theta_steps=200):
     """Regression EM from ``(theta, gamma)``; ``fit_relevance(targets, weights) -> gamma`` is the M-step's regression.
+
+    ``theta_steps`` closed-form updates of :math:`\\theta` run per iteration (1: plain EM, for a
+    relevance M-step as cheap as the update of :math:`\\theta`).
 
     Returns ``(theta, gamma, iterations, converged, log_likelihoods)``; converged when no relative
     propensity :math:`\\theta_k / \\theta_1` moved by more than ``tol`` in an iteration (after the first).
@@ -99,7 +102,7 @@ def run_em(clicks, buckets, weights, fit_relevance, theta, gamma, *, n_iter, tol
         raise ReplicateError("a position has no click")
     history = []
     for iteration in range(1, n_iter + 1):
-        new_theta = update_theta(clicks, buckets, weights, theta, gamma, shown=shown)
+        new_theta = update_theta(clicks, buckets, weights, theta, gamma, shown=shown, max_steps=theta_steps)
         theta_rows = new_theta[buckets - 1]
         history.append(log_likelihood(clicks, theta_rows, gamma, weights))
         relevant = e_step(clicks, theta_rows, gamma)[1]
