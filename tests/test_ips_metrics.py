@@ -263,3 +263,49 @@ def test_bad_input_names_the_argument(metric, change, message):
 def test_bad_options_name_the_parameter(option, value):
     with pytest.raises(ValueError, match=f"'{option}' parameter of ips_ndcg_score"):
         ips_ndcg_score([0, 1], [0.1, 0.2], [1, 1], [1.0, 0.5], **{option: value})
+
+
+# ------------------------------------------------------------------------------------------ trust bias
+
+
+def test_affine_propensity_reaches_the_registry_and_the_scorer():
+    import sklearn
+    from sklearn.linear_model import LinearRegression
+    from sklearn.model_selection import GroupKFold, cross_val_score
+
+    from sklearn_ltr.metrics import make_ranking_scorer
+
+    clicks, y_score, groups, propensity = _random_log(3)
+    affine = np.column_stack([0.8 * propensity, 0.2 * propensity])
+    expected = ips_dcg_per_query(clicks, y_score, groups, affine, k=3)[1]
+    per_query = get_metric("ips_dcg").per_query(clicks, y_score, groups, k=3, propensity=affine)
+    np.testing.assert_allclose(per_query, expected)
+    # Cross-validation splits the (n, 2) propensities by row, like a 1-D one.
+    rng = np.random.default_rng(0)
+    X = np.column_stack([y_score, rng.normal(size=clicks.size)])
+    with sklearn.config_context(enable_metadata_routing=True):
+        scores = cross_val_score(LinearRegression(), X, clicks, cv=GroupKFold(2),
+                                 scoring=make_ranking_scorer("ips_dcg", k=3),
+                                 params={"groups": groups, "propensity": affine})
+    folds = list(GroupKFold(2).split(X, clicks, groups))
+    by_hand = [ips_dcg_score(clicks[test], LinearRegression().fit(X[train], clicks[train]).predict(X[test]),
+                             groups[test], affine[test], k=3) for train, test in folds]
+    np.testing.assert_allclose(scores, by_hand)
+
+
+@pytest.mark.parametrize(("metric", "rows"), [(ips_dcg_score, 3), (ips_ndcg_score, None)])
+def test_bad_affine_propensity_names_the_argument(metric, rows):
+    clicks, y_score, groups, propensity = _random_log(4)
+    affine = np.column_stack([propensity, np.full(clicks.size, 0.5)])  # alpha + beta > 1 at position 1
+    with pytest.raises(ValueError, match=r"propensity holds \(alpha, beta\) with alpha \+ beta > 1"):
+        metric(clicks, y_score, groups, affine)
+    if rows is not None:
+        with pytest.raises(ValueError, match="propensity has 3 values but clicks has"):
+            metric(clicks, y_score, groups, affine[:rows] * 0.5)
+
+
+def test_affine_clip_bounds_the_weight_of_a_click():
+    # alpha 0.01 is raised to the clip: the click counts (1 - 0.001) / 0.05, not / 0.01.
+    value = ips_dcg_score([1], [0.0], [1], [[0.01, 0.001]])
+    assert value == pytest.approx(0.999 / PROPENSITY_CLIP)
+    assert ips_dcg_score([1], [0.0], [1], [[0.01, 0.001]], clip=0.01) == pytest.approx(0.999 / 0.01)

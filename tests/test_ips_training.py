@@ -231,3 +231,74 @@ def test_validation_estimate_is_the_metric_librarys_ips_dcg():
     ranker.fit(X[train], clicks[train], qid[train])
     expected = ips_dcg_score(clicks[val], ranker.predict(X[val]), qid[val], propensity[val], k=5)
     assert ranker.history_[-1, "valid_ndcg@5"] == pytest.approx(expected, rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------------ trust bias
+
+
+def test_the_loss_receives_the_affine_pairs_of_the_rows(click_log):
+    X, clicks, qid, _ = click_log
+    rng = np.random.default_rng(0)
+    alpha = rng.choice([0.8, 0.4, 0.01], size=len(clicks))
+    affine = np.column_stack([alpha, np.minimum(0.5 * alpha, 0.15)])
+    seen = []
+    RankNetRanker(hidden_sizes=(4,), loss=_recording_loss(seen), max_epochs=1, batch_size=len(np.unique(qid)),
+                  random_state=0).fit(X, clicks, qid, propensity=affine)
+    labels, weights = seen[0]
+    # One (1 / max(alpha, 0.05), beta / max(alpha, 0.05)) pair per row: alpha 0.01 is clipped to 0.05.
+    assert weights.shape == (len(clicks), 2) and labels.sum() == clicks.sum()
+    expected = np.array([(1 / 0.8, 0.15 / 0.8), (1 / 0.4, 0.15 / 0.4), (20.0, 0.005 * 20)])
+    np.testing.assert_allclose(np.unique(weights, axis=0), expected[np.argsort(expected[:, 0])], rtol=1e-6)
+
+
+def test_affine_propensity_trains_another_model_than_ips(click_log):
+    X, clicks, qid, propensity = click_log
+    params = {"hidden_sizes": (8,), "max_epochs": 2, "random_state": 0, "loss": "softmax"}
+    ips = RankNetRanker(**params).fit(X, clicks, qid, propensity=propensity).predict(X)
+    beta_zero = RankNetRanker(**params).fit(X, clicks, qid, propensity=np.column_stack(
+        [propensity, np.zeros(len(clicks))])).predict(X)
+    trust = RankNetRanker(**params).fit(X, clicks, qid, propensity=np.column_stack(
+        [0.8 * propensity, 0.2 * propensity])).predict(X)
+    # (p, 0) is the affine estimate c / p, in the loss's unnormalised form; beta changes the model further.
+    assert np.abs(beta_zero - ips).max() > 1e-4 and np.abs(trust - beta_zero).max() > 1e-4
+
+
+def test_affine_propensity_errors_name_the_fix(click_log):
+    X, clicks, qid, propensity = click_log
+    affine = np.column_stack([propensity, np.zeros(len(clicks))])
+    with pytest.raises(ValueError, match=r"takes no click weights.*\[batch, list, 2\]"):
+        RankNetRanker(loss="lambdarank", max_epochs=1).fit(X, clicks, qid, propensity=affine)
+    with pytest.raises(ValueError, match=r"alpha \+ beta > 1"):
+        RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks, qid, propensity=affine + [0, 0.9])
+    with pytest.raises(ValueError, match="has 3 rows but X has"):
+        RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks, qid, propensity=affine[:3])
+
+
+def test_held_out_validation_is_the_affine_estimate():
+    callback = ValidationNDCG(k=2).initialize()
+    callback.on_epoch_begin(None)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    labels = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    scores = torch.tensor([[3.0, 2.0, 1.0], [0.5, 0.2, 9.0]])
+    # (1 / alpha, beta / alpha): alpha 0.5 and beta 0.25 everywhere, but alpha 0.25 and beta 0.5 for one row.
+    weights = torch.tensor([[[2.0, 0.5], [2.0, 0.5], [2.0, 0.5]], [[2.0, 0.5], [4.0, 2.0], [2.0, 0.5]]])
+    callback.on_batch_end(None, batch=({"mask": mask, CLICK_WEIGHTS: weights}, labels), training=False, y_pred=scores)
+    total, n, bad = callback._held_out_totals().tolist()
+    # Affine DCG@2. Query 1: click 1.5 at rank 1, non-click -0.5 at rank 2. Query 2: non-click -0.5 at rank 1,
+    # click (1 - 0.5) / 0.25 = 2 at rank 2.
+    expected = (1.5 - 0.5 / math.log2(3)) + (-0.5 + 2 / math.log2(3))
+    assert (n, bad) == (2, 0) and total == pytest.approx(expected)
+
+
+def test_separate_validation_click_log_takes_affine_propensities():
+    from sklearn_ltr.metrics import ips_dcg_score
+
+    X, clicks, qid, propensity, train, val, _ = _separate_click_log(2)
+    affine = np.column_stack([0.7 * propensity, 0.3 * propensity])
+    valid = ValidationNDCG(k=5, X=X[val], y=clicks[val], groups=qid[val], propensity=affine[val])
+    ranker = RankNetRanker(hidden_sizes=(8,), loss="sigmoid_ce", max_epochs=1, callbacks=[valid], random_state=0)
+    ranker.fit(X[train], clicks[train], qid[train], propensity=affine[train])
+    expected = ips_dcg_score(clicks[val], ranker.predict(X[val]), qid[val], affine[val], k=5)
+    assert ranker.history_[-1, "valid_ndcg@5"] == pytest.approx(expected, rel=1e-6)
+    assert expected != pytest.approx(ips_dcg_score(clicks[val], ranker.predict(X[val]), qid[val], propensity[val],
+                                                   k=5))
