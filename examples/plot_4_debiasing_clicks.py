@@ -16,10 +16,12 @@ generated the clicks, :math:`1 / p`. See :ref:`debiasing` for the method.
 # %%
 # Simulated clicks
 # ----------------
-# :func:`~sklearn_ltr.datasets.simulate_clicks` shows each query's documents
+# :func:`~sklearn_ltr.clicks.simulate_click_log` shows each query's documents
 # ranked by a logging ranker of quality ``w`` (``w=1`` sorts by relevance,
-# ``w=0`` shuffles), examines position :math:`p` with probability :math:`1/p`
-# and clicks an examined document with a probability that grows with its label.
+# ``w=0`` shuffles); its default click model,
+# :class:`~sklearn_ltr.clicks.PositionBasedModel`, examines position :math:`p`
+# with probability :math:`1/p` and clicks an examined document with a
+# probability that grows with its label.
 # Every training query is shown in four sessions, each its own list. Training
 # sees only the clicks and positions; the true labels are kept to evaluate
 # held-out queries, which training (the feature transform included) never
@@ -34,11 +36,8 @@ from sklearn_ltr import (
     RankNetRanker,
     TwoTowerDebiasedRanker,
 )
-from sklearn_ltr.datasets import (
-    make_ranking,
-    observation_propensity,
-    simulate_clicks,
-)
+from sklearn_ltr.clicks import simulate_click_log
+from sklearn_ltr.datasets import make_ranking, observation_propensity
 from sklearn_ltr.metrics import ndcg_score
 
 X, y, qid = make_ranking(n_queries=400, n_features=10, random_state=0)
@@ -54,17 +53,9 @@ X_test = preprocess.transform(X[~is_train])
 
 def click_log(w, n_sessions=4, seed=0):
     """Rows, clicks, positions and session ids of n_sessions pages a query."""
-    rng = np.random.default_rng(seed)
-    pages = [
-        simulate_clicks(y_train, qid_train, w=w, y_max=4, random_state=rng)
-        for _ in range(n_sessions)
-    ]
-    positions = np.concatenate([p for p, _ in pages])
-    clicks = np.concatenate([c for _, c in pages])
-    sessions = np.concatenate(
-        [qid_train * n_sessions + s for s in range(n_sessions)]
-    )
-    return np.tile(X_train, (n_sessions, 1)), clicks, positions, sessions
+    log = simulate_click_log(y_train, qid_train, w=w, sessions=n_sessions,
+                             y_max=4, random_state=seed)
+    return X_train[log.rows], log.clicks, log.positions, log.sessions
 
 
 X_clicks, clicks, positions, sessions = click_log(w=0.5)

@@ -26,7 +26,7 @@ illustration. See :ref:`click-logs` for the recipe and the study behind it.
 # ---------------------
 # Each query is shown in several sessions (four for training, eight for
 # validation) by a logging ranker of quality ``w=0.6``
-# (:func:`~sklearn_ltr.datasets.simulate_clicks`): position :math:`p` is
+# (:func:`~sklearn_ltr.clicks.simulate_click_log`): position :math:`p` is
 # examined with probability :math:`1/p`, and an examined document is clicked
 # with a probability that grows with its (hidden) label. Training, validation
 # and test queries are disjoint; only the test queries' labels are used, and
@@ -40,12 +40,9 @@ from sklearn_ltr import Log1pTransformer, RankNetRanker, TwoTowerDebiasedRanker
 from sklearn_ltr.clicks import (
     estimate_propensity_em,
     estimate_propensity_harvesting,
+    simulate_click_log,
 )
-from sklearn_ltr.datasets import (
-    make_ranking,
-    observation_propensity,
-    simulate_clicks,
-)
+from sklearn_ltr.datasets import make_ranking, observation_propensity
 from sklearn_ltr.metrics import ips_dcg_score, ndcg_score
 from sklearn_ltr.training import ValidationNDCG
 
@@ -59,17 +56,9 @@ rng = np.random.default_rng(0)
 
 def click_log(mask, n_sessions):
     """Features, clicks, positions, session ids: n_sessions pages a query."""
-    pages = [
-        simulate_clicks(y[mask], qid[mask], w=0.6, y_max=4, random_state=rng)
-        for _ in range(n_sessions)
-    ]
-    sessions = [qid[mask] * n_sessions + s for s in range(n_sessions)]
-    return (
-        np.tile(X[mask], (n_sessions, 1)),
-        np.concatenate([c for _, c in pages]),
-        np.concatenate([p for p, _ in pages]),
-        np.concatenate(sessions),
-    )
+    log = simulate_click_log(y[mask], qid[mask], w=0.6, sessions=n_sessions,
+                             y_max=4, random_state=rng)
+    return X[mask][log.rows], log.clicks, log.positions, log.sessions
 
 
 X_train, clicks, positions, sessions = click_log(part == "train", 4)
