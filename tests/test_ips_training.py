@@ -269,7 +269,7 @@ def test_affine_propensity_errors_name_the_fix(click_log):
     with pytest.raises(ValueError, match=r"takes no click weights.*\[batch, list, 2\]"):
         RankNetRanker(loss="lambdarank", max_epochs=1).fit(X, clicks, qid, propensity=affine)
     with pytest.raises(ValueError, match=r"alpha \+ beta > 1"):
-        RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks, qid, propensity=affine + [0, 0.9])
+        RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks, qid, propensity=affine + np.array([0.0, 0.9]))
     with pytest.raises(ValueError, match="has 3 rows but X has"):
         RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks, qid, propensity=affine[:3])
 
