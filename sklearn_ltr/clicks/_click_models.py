@@ -269,7 +269,7 @@ class ClickModel(BaseEstimator):
 def _trust_bias_curve(name, positions):
     """``(eps_plus, eps_minus)`` of a named trust-bias simulation at 1-based ``positions``."""
     k = positions.astype(np.float64)
-    # Vardasbi et al. (SIGIR 2020), after the estimates of Agarwal et al. (WWW 2019).
+    # Vardasbi et al. (CIKM 2020, arXiv:2008.10242), after the estimates of Agarwal et al. (WWW 2019).
     return 1.0 - (np.minimum(k, 20) + 1) / 100, 0.65 / np.minimum(k, 10)
 
 
