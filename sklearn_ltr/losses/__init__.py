@@ -95,11 +95,11 @@ tensor([0.2512, 0.4741])
 0.9764
 """
 
-from sklearn_ltr.losses import _registry
+from sklearn_ltr.losses import _lambdaloss, _registry
 from sklearn_ltr.losses._approx import approx_ndcg, gumbel_approx_ndcg
 from sklearn_ltr.losses._gumbel import gumbel_loss
 from sklearn_ltr.losses._hinge import hinge
-from sklearn_ltr.losses._lambdaloss import WEIGHING_SCHEMES, lambdaloss
+from sklearn_ltr.losses._lambdaloss import lambdaloss
 from sklearn_ltr.losses._listwise import attention_rank, listmle, softmax_cross_entropy
 from sklearn_ltr.losses._mse import mean_squared_error
 from sklearn_ltr.losses._neuralsort import gumbel_neuralsort_ndcg, neuralsort_ndcg
@@ -118,6 +118,11 @@ LOSSES = _registry.LOSSES
 #: dict of str to str: other accepted spellings of the loss names (``"listnet"``,
 #: ``"lambda"``, ``"dlcm"``, ...), each mapped to its canonical name in :data:`LOSSES`.
 ALIASES = _registry.ALIASES
+
+#: tuple of str: the weighing schemes of :func:`lambdaloss` (Wang et al., 2018): ``"ndcg_loss1"``,
+#: ``"ndcg_loss2"``, ``"ndcg_loss2pp"``, ``"arp_loss1"``, ``"arp_loss2"``, ``"lambdarank"``,
+#: ``"ranknet"``.
+WEIGHING_SCHEMES = _lambdaloss.WEIGHING_SCHEMES
 
 #: dict of str to int: the declared memory cost of each loss of :data:`LOSSES`, in
 #: ``[list, list]`` float32 tensors per list during a training step (0: linear in the list
