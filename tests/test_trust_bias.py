@@ -315,3 +315,18 @@ def test_em_with_features_runs_the_lightgbm_relevance(trust_log):
     assert estimate.n_iter == 5 and estimate.relevance.shape == (8000,)
     # Relevant documents are clicked more once examined, and deeper positions say less.
     assert (estimate.eps_plus > estimate.eps_minus).all() and estimate.alpha[0] > estimate.alpha[-1]
+
+
+def test_em_recovers_the_simulators_trust_bias():
+    # The library's click simulator with Vardasbi et al.'s trust-bias curves: 40 queries of five documents
+    # (grades 0..4, relevance (2**y - 1) / 15 from 0 to 1) shuffled in each of 200 sessions.
+    from sklearn_ltr.clicks import PositionBasedModel, estimate_trust_bias_em, simulate_click_log
+
+    model = PositionBasedModel(trust_bias="vardasbi2020")
+    y, groups = np.tile(np.arange(5), 40), np.repeat(np.arange(40), 5)
+    log = simulate_click_log(y, groups, click_model=model, w=0.0, sessions=200, random_state=0)
+    estimate = estimate_trust_bias_em(log.clicks, log.positions, log.groups, documents=log.rows, max_position=5,
+                                      sample_weight=log.sample_weight)
+    alpha, beta = model.affine_parameters(np.arange(1, 6))
+    # 40,000 rows: over three seeds the largest error of an invariant was 0.044.
+    np.testing.assert_allclose(_invariants(estimate.alpha, estimate.beta), _invariants(alpha, beta), atol=0.06)
