@@ -11,6 +11,7 @@ from numbers import Integral, Real
 
 from sklearn_ltr._query_column import QUERY_COLUMN_CONSTRAINTS, document_query_column
 from sklearn_ltr.base import BaseRanker
+from sklearn_ltr.clicks import check_propensity
 from sklearn_ltr.rankers import _lambdamart_dask as _dask  # imports dask only when given Dask input
 from sklearn_ltr.rankers._lambdamart_data import check_lambdarank, eval_fit_kwargs
 from sklearn_ltr.rankers._lambdamart_params import lgbm_eval_at, lgbm_kwargs
@@ -22,6 +23,7 @@ from sklearn_ltr.rankers._lambdarank_inputs import (
     row_weights,
     sort_rows,
 )
+from sklearn_ltr.rankers._unbiased_lambdarank import click_objective
 from sklearn_ltr.rankers._validation_set import VALIDATION_REQUEST, ValidationData
 from sklearn_ltr.utils._sklearn_compat import Interval, StrOptions, validate_estimator_params
 
@@ -59,6 +61,24 @@ class LambdaMARTRanker(BaseRanker):
     the gradients at :math:`s_i + b_{p_i}`, so that the trees need not explain the clicks
     that the position alone brought. ``predict`` uses the trees alone (no position).
 
+    With ``position_bias="unbiased_lambdamart"`` the same call trains the pairwise debiasing
+    of Hu et al. (2019) instead, through a custom objective
+    (:class:`~sklearn_ltr.rankers._unbiased_lambdarank.UnbiasedLambdaRankObjective`): each pair
+    of a clicked document :math:`i` and a non-clicked :math:`j` of a list is weighted by
+    :math:`1 / (t^+_{p_i} t^-_{p_j})`, the biases of the clicked document's position and of the
+    non-clicked one's, re-estimated in closed form after every round from the pairs' losses,
+
+    .. math::
+        t^+_k = \Bigl(\frac{\sum_{p_i = k} c_{ij} / t^-_{p_j}}{\sum_{p_i = 1} c_{ij} / t^-_{p_j}}
+        \Bigr)^{1/(p+1)}
+
+    (and :math:`t^-_k` alike), with :math:`c_{ij}` the pair's :math:`|\Delta \mathrm{NDCG}|`-weighted
+    logistic loss and :math:`p` = ``lambdarank_position_bias_regularization``. With known
+    examination propensities :math:`\theta`, ``fit(X, clicks, groups=session, propensity=theta)``
+    weighs each pair by its clicked document's clipped inverse propensity
+    :math:`1 / \max(\theta_i, 0.05)` (:func:`sklearn_ltr.clicks.inverse_propensity_weights`),
+    the pairwise inverse propensity weighting that per-row weights cannot express.
+
     Parameters
     ----------
     n_estimators : int, default=100
@@ -91,9 +111,17 @@ class LambdaMARTRanker(BaseRanker):
     lambdarank_truncation_level : int, default=30
         Number of top-ranked documents of each query whose pairs get gradients.
     lambdarank_position_bias_regularization : float, default=0.0
-        L2 penalty on the learned position biases (LightGBM's parameter of that name), used
-        only when ``fit`` receives ``positions``: larger values shrink the biases towards 0,
-        towards a model trained without positions.
+        Regularisation of the position biases, used only when ``fit`` receives ``positions``;
+        larger values shrink the biases towards "no position bias" in both modes. With
+        ``position_bias="lightgbm"``: LightGBM's L2 penalty of that name on its additive
+        biases. With ``"unbiased_lambdamart"``: the exponent :math:`p` of Hu et al.'s update,
+        :math:`t = (\text{cost ratio})^{1/(p+1)}` (XGBoost's ``lambdarank_bias_norm``).
+    position_bias : {"lightgbm", "unbiased_lambdamart"}, default="lightgbm"
+        How ``fit(..., positions=...)`` corrects for position bias: LightGBM's unbiased
+        lambdarank (an additive bias per position learned by Newton steps, LightGBM 4.1+), or
+        Unbiased LambdaMART (Hu et al., 2019: each clicked/non-clicked pair weighted by
+        :math:`1 / (t^+_{p_i} t^-_{p_j})`, biases estimated in closed form each round; ``y``
+        must be 0/1 clicks). Ignored without ``positions``.
     eval_at : sequence of int, default=(1, 3, 5, 10)
         Cut-offs of the NDCG computed on each ``eval_set`` every round
         (``evals_result_``); early stopping watches all of them unless
@@ -127,6 +155,12 @@ class LambdaMARTRanker(BaseRanker):
         The fitted LightGBM estimator.
     booster_ : lightgbm.Booster
         Its booster.
+    position_bias_clicked_ : ndarray of shape (max_position,)
+        Only after ``fit(..., positions=...)`` with ``position_bias="unbiased_lambdamart"``:
+        :math:`t^+_k`, the estimated bias of a clicked document at position ``k = 1, 2, ...``
+        relative to position 1 (``position_bias_clicked_[0] == 1``), as of the last round run.
+    position_bias_unclicked_ : ndarray of shape (max_position,)
+        :math:`t^-_k`, the same for a non-clicked document.
     feature_importances_ : ndarray of shape (n_features,)
         Importance of each feature (see ``importance_type``).
     best_iteration_ : int or None
@@ -267,6 +301,7 @@ class LambdaMARTRanker(BaseRanker):
     # Per-query weights and display positions travel with the queries, like ``groups``.
     # So does a separate validation set (X_val, y_val, groups_val).
     __metadata_request__fit = {"groups": True, "sample_weight": True, "positions": True,  # noqa: RUF012
+                               "propensity": True,
                                **VALIDATION_REQUEST}
 
     # LightGBM's own limits (docs' Parameters page), checked before LightGBM sees them.
@@ -285,6 +320,7 @@ class LambdaMARTRanker(BaseRanker):
         "label_gain": ["array-like", None],
         "lambdarank_truncation_level": [Interval(Integral, 1, None, closed="left")],
         "lambdarank_position_bias_regularization": [Interval(Real, 0, None, closed="left")],
+        "position_bias": [StrOptions({"lightgbm", "unbiased_lambdamart"})],
         "eval_at": [Interval(Integral, 1, None, closed="left"), "array-like"],
         "early_stopping_rounds": [Interval(Integral, 1, None, closed="left"), None],
         "importance_type": [StrOptions({"split", "gain"})],
@@ -313,6 +349,7 @@ class LambdaMARTRanker(BaseRanker):
         label_gain=None,
         lambdarank_truncation_level=30,
         lambdarank_position_bias_regularization=0.0,
+        position_bias="lightgbm",
         eval_at=(1, 3, 5, 10),
         early_stopping_rounds=None,
         importance_type="split",
@@ -337,6 +374,7 @@ class LambdaMARTRanker(BaseRanker):
         self.label_gain = label_gain
         self.lambdarank_truncation_level = lambdarank_truncation_level
         self.lambdarank_position_bias_regularization = lambdarank_position_bias_regularization
+        self.position_bias = position_bias
         self.eval_at = eval_at
         self.early_stopping_rounds = early_stopping_rounds
         self.importance_type = importance_type
@@ -348,7 +386,7 @@ class LambdaMARTRanker(BaseRanker):
         self.query_column = query_column
 
     def fit(self, X, y, groups=None, *, positions=None, sample_weight=None, eval_set=None, eval_names=None,
-            callbacks=None, X_val=None, y_val=None, groups_val=None):
+            callbacks=None, X_val=None, y_val=None, groups_val=None, propensity=None):
         """Train the LambdaMART model.
 
         Parameters
@@ -364,7 +402,7 @@ class LambdaMARTRanker(BaseRanker):
             Display position of each row, whole numbers ``>= 1`` (1 = top), for learning
             from clicks: LightGBM then learns one bias per position (unbiased lambdarank,
             LightGBM 4.1+). Routed like ``groups``. Not needed for ``eval_set`` nor at
-            prediction; not supported on Dask input.
+            prediction; not supported on Dask input. ``position_bias`` chooses the correction.
         sample_weight : array-like of shape (n_samples,), default=None
             Weight of each row's query, the same for every row of a query
             (LightGBM multiplies each document's gradients by it). Routed like
@@ -383,6 +421,12 @@ class LambdaMARTRanker(BaseRanker):
             ``evals_result_["valid"]``) and used by early stopping. Routed like ``groups``,
             so that inside a ``Pipeline(..., transform_input=["X_val"])`` it goes through
             the same steps as ``X``.
+        propensity : array-like of shape (n_samples,), default=None
+            Known examination propensity of each row, in (0, 1] (e.g.
+            ``estimate.propensity_of(positions)`` of a propensity estimate): each pair of a
+            clicked and a non-clicked document is weighted by the clicked one's
+            ``1 / max(propensity, 0.05)``. ``y`` must be 0/1 clicks. Routed like ``groups``;
+            not with ``positions``.
 
         Returns
         -------
@@ -391,7 +435,7 @@ class LambdaMARTRanker(BaseRanker):
         """
         validate_estimator_params(self)
         if _dask.is_dask_collection(X):  # Dask array / DataFrame: train on the cluster
-            self._check_dask_fit_args(positions, sample_weight)
+            self._check_dask_fit_args(positions, sample_weight, propensity)
             if X_val is not None:
                 raise ValueError("X_val is not supported on Dask input yet; train with a fixed n_estimators.")
             return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
@@ -403,20 +447,57 @@ class LambdaMARTRanker(BaseRanker):
         X, y, query_groups = self._validate_fit_data(X, y, groups)
         check_lambdarank(y, query_groups, "y", label_gain=self.label_gain, groups_none=groups is None)
         # By query, each query's rows in canonical order (positions too): the model does not depend on row order.
+        pairwise = self._pairwise_debiasing(positions, propensity)
         per_row = () if positions is None else (check_positions(positions, X.shape[0]),)
-        X_sorted, y_sorted, *positions_sorted = sort_rows(query_groups, X, y, *per_row)
+        if propensity is not None:
+            per_row = (check_propensity(propensity, X.shape[0]),)
+        X_sorted, y_sorted, *per_row_sorted = sort_rows(query_groups, X, y, *per_row)
         fit_kwargs = {}
-        if positions is not None:  # unbiased lambdarank: one learned bias per display position
-            callbacks = [*(callbacks or []), checked_position_callback(*positions_sorted)]
+        weights = None if sample_weight is None else row_weights(
+            sample_weight, query_groups, to_mean_one=positions is not None or propensity is not None)
+        objective = None
+        if pairwise:  # our own objective: pairs weighted by their positions' biases or the click's propensity
+            objective = click_objective(self, y_sorted, query_groups.sizes, query_weights=weights,
+                                        **{"positions" if positions is not None else "propensity": per_row_sorted[0]})
+            kwargs["objective"] = objective
+            kwargs.setdefault("metric", "ndcg")
+        elif positions is not None:  # LightGBM's unbiased lambdarank: one learned bias per display position
+            callbacks = [*(callbacks or []), checked_position_callback(*per_row_sorted)]
             kwargs["lambdarank_position_bias_regularization"] = float(self.lambdarank_position_bias_regularization)
-        if sample_weight is not None:
-            fit_kwargs["sample_weight"] = row_weights(sample_weight, query_groups, to_mean_one=positions is not None)
+        if weights is not None and not pairwise:
+            fit_kwargs["sample_weight"] = weights
         training = ((X_in, y_in, groups_in), (X_sorted, y_sorted, query_groups.sizes))
         eval_set, eval_names = self._with_validation_set(eval_set, eval_names, ValidationData(X_val, y_val, groups_val))
         fit_kwargs.update(eval_fit_kwargs(self, eval_set, eval_names, training))
         model = lightgbm.LGBMRanker(**kwargs)
         model.fit(X_sorted, y_sorted, group=query_groups.sizes, eval_at=eval_at, callbacks=callbacks, **fit_kwargs)
+        for name in ("position_bias_clicked_", "position_bias_unclicked_"):
+            self.__dict__.pop(name, None)
+        if objective is not None:
+            objective.release()  # the fitted model keeps no training rows
+            if positions is not None:
+                self.position_bias_clicked_ = objective.bias_clicked_.copy()
+                self.position_bias_unclicked_ = objective.bias_unclicked_.copy()
         return self._set_fitted(model)
+
+    def _pairwise_debiasing(self, positions, propensity):
+        """Whether ``fit`` trains the pairwise-debiased objective; refuses inputs that do not go together."""
+        if positions is not None and propensity is not None:
+            raise ValueError(
+                "pass either positions (the position biases are then estimated) or propensity (known "
+                "examination propensities), not both; propensity=estimate.propensity_of(positions) already "
+                "holds what the positions say."
+            )
+        if propensity is not None:
+            return True
+        if self.position_bias == "unbiased_lambdamart":
+            if positions is None:
+                raise ValueError(
+                    "position_bias='unbiased_lambdamart' estimates the bias of each display position: pass "
+                    "fit(..., positions=pos) (1-based ranks), or propensity=... for known propensities."
+                )
+            return True
+        return False
 
     def _with_validation_set(self, eval_set, eval_names, validation):
         """``(eval_set, eval_names)`` with ``fit``'s ``X_val`` appended as ``"valid"`` (unchanged without it)."""
@@ -433,12 +514,14 @@ class LambdaMARTRanker(BaseRanker):
             raise ValueError("eval_names already holds 'valid', the name of fit's X_val: rename that eval_set entry.")
         return [*entries, (X_val, y_val, groups_val)], [*names, "valid"]
 
-    def _check_dask_fit_args(self, positions, sample_weight):
+    def _check_dask_fit_args(self, positions, sample_weight, propensity=None):
         """Refuse the ``fit`` inputs that the Dask path (``lightgbm.dask``) cannot take."""
         if self.query_column is not None:
             raise ValueError("query_column is not supported on Dask input; pass groups as a Dask collection.")
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported on Dask input yet; fit without it.")
+        if propensity is not None:
+            raise ValueError("propensity is not supported on Dask input; fit in memory (NumPy arrays).")
         if positions is not None:
             raise ValueError(
                 "positions (unbiased lambdarank) is not supported on Dask input: lightgbm.dask has no "
