@@ -8,6 +8,7 @@
   (intervention harvesting), without features.
 - :func:`estimate_propensity_document_em`: EM of the position-based model with one relevance per
   (query, document), for logs that show documents at several positions; the one to prefer there.
+- :func:`estimate_propensity_swap`: the same from randomised swap interventions (RandPair, swap-k).
 - :func:`affine_click_weights`: the affine correction :math:`(c - \\beta) / \\alpha` of trust bias
   that training and counterfactual metrics apply when ``propensity`` is an ``(n_samples, 2)``
   array of per-row ``(alpha, beta)``.
@@ -46,6 +47,7 @@ from sklearn_ltr.clicks._document_em import estimate_propensity_document_em
 from sklearn_ltr.clicks._em import estimate_propensity_em
 from sklearn_ltr.clicks._estimate import PropensityEstimate
 from sklearn_ltr.clicks._harvesting import estimate_propensity_harvesting
+from sklearn_ltr.clicks._interventions import estimate_propensity_swap
 from sklearn_ltr.clicks._trust_em import TrustBiasEstimate, estimate_trust_bias_em
 from sklearn_ltr.clicks._simulation import SimulatedClickLog, simulate_click_log
 from sklearn_ltr.clicks._weights import (
@@ -72,6 +74,7 @@ __all__ = [
     "estimate_propensity_document_em",
     "estimate_propensity_em",
     "estimate_propensity_harvesting",
+    "estimate_propensity_swap",
     "estimate_trust_bias_em",
     "inverse_propensity_weights",
     "simulate_click_log",

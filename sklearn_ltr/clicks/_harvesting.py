@@ -120,8 +120,18 @@ def solve_log_propensity(low, high, log_ratio, weight, max_position):
     return np.r_[0.0, solution]
 
 
+#: Which pairs of positions the estimate combines: every pair, the pairs (1, k), or the pairs (k, k + 1).
+PAIRS = ("all", "pivot_one", "adjacent")
+
+
+def select_pairs(low, high, log_ratio, weight, pairs):
+    """The ratios of the pairs that ``pairs`` names (0-based positions ``low < high``)."""
+    keep = {"all": np.ones(low.shape, dtype=bool), "pivot_one": low == 0, "adjacent": high == low + 1}[pairs]
+    return low[keep], high[keep], log_ratio[keep], weight[keep]
+
+
 def estimate_propensity_harvesting(clicks, positions, groups, documents, *, max_position=20, sample_weight=None,
-                                   n_bootstrap=200, confidence=0.95, random_state=None):
+                                   n_bootstrap=200, confidence=0.95, random_state=None, pairs="all"):
     r"""Examination propensity per position from documents shown at several positions (intervention harvesting).
 
     The same document of the same query, shown at positions :math:`k` and :math:`k'` in different
@@ -158,6 +168,12 @@ def estimate_propensity_harvesting(clicks, positions, groups, documents, *, max_
         Level of the percentile band.
     random_state : int, numpy.random.Generator or None, default=None
         Seeds the bootstrap.
+    pairs : {"all", "pivot_one", "adjacent"}, default="all"
+        The pairs of positions whose ratios are combined: every pair (AllPairs, Agarwal et al.,
+        2019); only ``(1, k)``, so that :math:`\theta_k / \theta_1 = \hat r_{1,k}` (pivot-one,
+        the harvested counterpart of swap-k); or only ``(k, k + 1)``, chained into
+        :math:`\theta_k / \theta_1 = \prod_{j < k} \hat r_{j,j+1}` (adjacent chain, Agarwal et al.,
+        2019; Fang et al., 2019). "all" uses the most data.
 
     Returns
     -------
@@ -205,6 +221,8 @@ def estimate_propensity_harvesting(clicks, positions, groups, documents, *, max_
                              against="clicks")
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", 0)
     confidence = check_confidence(confidence)
+    if pairs not in PAIRS:
+        raise ValueError(f"pairs must be one of {', '.join(map(repr, PAIRS))}; got {pairs!r}.")
     max_position = int(max_position)
     doc_codes = np.unique(documents, return_inverse=True)[1].reshape(-1)
     items = np.unique(codes.astype(np.int64) * (doc_codes.max() + 1) + doc_codes, return_inverse=True)[1].reshape(-1)
@@ -220,7 +238,8 @@ def estimate_propensity_harvesting(clicks, positions, groups, documents, *, max_
     def fit(row_weights):
         low, high, log_ratio, weight, n_documents = harvest_ratios(table, (row_weights, row_weights * clicks),
                                                                    max_position)
-        return np.exp(solve_log_propensity(low, high, log_ratio, weight, max_position)), n_documents
+        chosen = select_pairs(low, high, log_ratio, weight, pairs)
+        return np.exp(solve_log_propensity(*chosen, max_position)), n_documents
 
     try:
         propensity, n_documents = fit(weights)
