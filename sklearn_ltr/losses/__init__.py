@@ -106,6 +106,7 @@ from sklearn_ltr.losses._neuralsort import gumbel_neuralsort_ndcg, neuralsort_nd
 from sklearn_ltr.losses._pairwise import lambdarank, ranknet
 from sklearn_ltr.losses._pointwise import sigmoid_cross_entropy
 from sklearn_ltr.losses._registry import get_loss, pairwise_tensors, register_loss, unregister_loss
+from sklearn_ltr.losses._t12n import approx_t12n
 
 # Bound here, with ``#:`` comments, so that autodoc documents them as
 # ``sklearn_ltr.losses.LOSSES`` and ``sklearn_ltr.losses.ALIASES`` (the same dict objects).
@@ -135,6 +136,7 @@ __all__ = [
     "LOSS_MEMORY",
     "WEIGHING_SCHEMES",
     "approx_ndcg",
+    "approx_t12n",
     "attention_rank",
     "get_loss",
     "gumbel_approx_ndcg",
