@@ -125,8 +125,8 @@ class PageLayout:
         self.n_pages = int(self.page.max()) + 1
         self.column = positions - 1
         self.n_positions = int(positions.max())
-        cell = self.page * self.n_positions + self.column
-        if np.unique(cell).shape[0] != n:
+        cell = np.sort(self.page * self.n_positions + self.column)
+        if (cell[1:] == cell[:-1]).any():
             raise ValueError("two rows of one session share a display position; each position of a result page "
                              "holds one document (pass sessions to tell the pages apart).")
         if contiguous:
