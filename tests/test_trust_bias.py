@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from sklearn_ltr.clicks import affine_click_weights, check_affine, click_weights, inverse_propensity_weights
-from sklearn_ltr.losses import ranknet, sigmoid_cross_entropy, softmax_cross_entropy
+from sklearn_ltr.losses import hinge, ranknet, sigmoid_cross_entropy, softmax_cross_entropy
 from sklearn_ltr.metrics import dcg_score, ips_dcg_per_query, ips_dcg_score, ips_ndcg_per_query
 
 # One page of four documents at positions 1..4: examination theta, click probability of a relevant
@@ -73,7 +73,16 @@ def _ranknet_on(gamma):
     return total / (n * (n - 1) / 2)
 
 
-LOSSES = [(sigmoid_cross_entropy, _sigmoid_ce_on), (softmax_cross_entropy, _softmax_on), (ranknet, _ranknet_on)]
+def _hinge_on(gamma, margin=1.0):
+    n, total = len(SCORES), 0.0
+    for i, j in itertools.combinations(range(n), 2):
+        d = SCORES[i] - SCORES[j]
+        total += gamma[i] * max(0.0, margin - d) + gamma[j] * max(0.0, margin + d)
+    return total / (n * (n - 1) / 2)
+
+
+LOSSES = [(sigmoid_cross_entropy, _sigmoid_ce_on), (softmax_cross_entropy, _softmax_on), (ranknet, _ranknet_on),
+          (hinge, _hinge_on)]
 
 
 # ------------------------------------------------------------------------------------------ weights
@@ -134,7 +143,7 @@ def test_on_relevance_references_are_the_library_losses():
     assert _ranknet_on(binary) == pytest.approx(manual / 6)
 
 
-@pytest.mark.parametrize("loss", [sigmoid_cross_entropy, softmax_cross_entropy, ranknet])
+@pytest.mark.parametrize("loss", [sigmoid_cross_entropy, softmax_cross_entropy, ranknet, hinge])
 def test_affine_loss_ignores_padding(loss):
     scores = torch.tensor([[0.3, 1.2, float("nan")]], requires_grad=True)
     clicks = torch.tensor([[1.0, 0.0, 1.0]])
@@ -146,7 +155,7 @@ def test_affine_loss_ignores_padding(loss):
     assert value.item() == pytest.approx(short.item()) and scores.grad[0, 2] == 0
 
 
-@pytest.mark.parametrize("loss", [sigmoid_cross_entropy, softmax_cross_entropy, ranknet])
+@pytest.mark.parametrize("loss", [sigmoid_cross_entropy, softmax_cross_entropy, ranknet, hinge])
 def test_bad_affine_loss_weights_are_refused(loss):
     with pytest.raises(ValueError, match="must be finite and >= 0"):
         loss(torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]), click_weights=torch.tensor([[[1.0, -0.5], [1.0, 0.0]]]))

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import torch
 
-from sklearn_ltr.losses._common import check_inputs, check_positive, reduce_queries, relevant_weights, safe_divide
+from sklearn_ltr.losses._common import (
+    affine_relevance,
+    check_inputs,
+    check_positive,
+    is_affine_click_weights,
+    reduce_queries,
+    relevant_weights,
+    safe_divide,
+)
 from sklearn_ltr.losses._pairwise import _pairwise
 
 __all__ = ["hinge"]
@@ -30,6 +38,19 @@ def hinge(scores, labels, mask=None, *, margin=1.0, reduction="mean", weights=No
     :func:`ranknet`) and the mean stays over :math:`|P_q|`: the Propensity SVM-Rank loss of
     Joachims et al. (2017); all-ones weights give the unweighted loss.
 
+    With affine ``click_weights`` (``[batch, list, 2]``: :math:`w_i = 1 / \alpha_i`,
+    :math:`b_i = \beta_i / \alpha_i`, from per-row :math:`(\alpha_i, \beta_i)` of trust bias),
+    the loss is Propensity SVM-Rank's form linear in relevance, each document above every other
+    one, with the affine estimate :math:`\hat\gamma_i = (c_i - \beta_i) / \alpha_i` as its
+    relevance (Vardasbi, Oosterhuis and de Rijke, 2020), over every pair of real documents:
+
+    .. math::
+        \ell_q = \frac{1}{|P_q|} \sum_{\{i, j\}} \Big[\hat\gamma_i \max\big(0,\ m - (s_i - s_j)\big)
+            + \hat\gamma_j \max\big(0,\ m - (s_j - s_i)\big)\Big], \qquad |P_q| = \frac{n_q (n_q - 1)}{2},
+
+    linear in the clicks, so that under trust bias its expectation over clicks is the same loss
+    on the relevance probabilities.
+
     Parameters
     ----------
     scores, labels : torch.Tensor of shape (batch, list)
@@ -43,9 +64,10 @@ def hinge(scores, labels, mask=None, *, margin=1.0, reduction="mean", weights=No
         ``[batch]`` tensor of them; see :mod:`sklearn_ltr.losses`.
     weights : torch.Tensor of shape (batch,), default=None
         Non-negative weight of each query in the reduction; None weighs every query 1.
-    click_weights : torch.Tensor of shape (batch, list), default=None
+    click_weights : torch.Tensor of shape (batch, list) or (batch, list, 2), default=None
         Non-negative weight of each relevant (clicked, label > 0) document, e.g. its clipped
-        inverse examination propensity; None (or all ones) is the unweighted loss.
+        inverse examination propensity; None (or all ones) is the unweighted loss. With a last
+        dimension of 2, the affine correction's :math:`(w_i, b_i)` (see above).
 
     Returns
     -------
@@ -65,6 +87,8 @@ def hinge(scores, labels, mask=None, *, margin=1.0, reduction="mean", weights=No
     .. [2] T. Joachims. "Optimizing Search Engines using Clickthrough Data." KDD 2002.
     .. [3] T. Joachims, A. Swaminathan and T. Schnabel. "Unbiased Learning-to-Rank with Biased
        Feedback." WSDM 2017.
+    .. [4] A. Vardasbi, H. Oosterhuis and M. de Rijke. "When Inverse Propensity Scoring does not
+       Work: Affine Corrections for Unbiased Learning to Rank." CIKM 2020.
 
     Examples
     --------
@@ -81,6 +105,15 @@ def hinge(scores, labels, mask=None, *, margin=1.0, reduction="mean", weights=No
     """
     margin = check_positive("margin", margin)
     scores, labels, mask = check_inputs(scores, labels, mask)
+    if is_affine_click_weights(click_weights):
+        # Every pair, each document's affine estimate on "above the other by the margin": linear in the clicks.
+        estimate = affine_relevance(click_weights, (labels > 0).to(scores.dtype), mask)
+        difference, _, pairs = _pairwise(scores, labels, mask, sigma=1.0, ties=True)
+        weight = pairs.to(scores.dtype)
+        cost = estimate[:, :, None] * torch.relu(margin - difference) + estimate[:, None, :] * torch.relu(
+            margin + difference)
+        per_query = (weight * cost).sum(dim=(1, 2))
+        return reduce_queries(safe_divide(per_query, weight.sum(dim=(1, 2))), mask, reduction, weights)
     difference, target, pairs = _pairwise(scores, labels, mask, sigma=1.0, ties=False)
     with torch.no_grad():
         sign = 2.0 * target - 1.0  # +1 where i has the higher label, -1 where j has
