@@ -115,8 +115,8 @@ def relevant_weights(click_weights, labels, mask):
     if click_weights is None:
         return None
     if is_affine_click_weights(click_weights):
-        raise ValueError("this loss takes no affine click weights ([batch, list, 2]): use 'sigmoid_ce', 'softmax' or "
-                         "'ranknet', whose affine-corrected forms are unbiased under trust bias.")
+        raise ValueError("this loss takes no affine click weights ([batch, list, 2]): use 'sigmoid_ce', 'softmax', "
+                         "'ranknet' or 'hinge', whose affine-corrected forms are unbiased under trust bias.")
     click_weights = torch.as_tensor(click_weights, device=labels.device)
     if click_weights.shape != labels.shape:
         raise ValueError(f"click_weights must have the shape of scores {tuple(labels.shape)} (one weight per "
