@@ -304,7 +304,14 @@ def test_propensity_is_routed_through_pipeline_and_grid_search(click_log):
     propensity = 1.0 / positions
     PropensitySpy.seen.clear()
     with sklearn.config_context(enable_metadata_routing=True):
-        pipe = Pipeline([("scale", StandardScaler()), ("rank", PropensitySpy(**SMALL))])
+        # Not requested by default (propensities routed to an IPS scorer leave the training alone) ...
+        PropensitySpy(**SMALL).fit(X, clicks, groups=sessions)
+        assert PropensitySpy.seen.pop()[1] is None
+        with pytest.raises(TypeError, match="propensity"):
+            Pipeline([("rank", PropensitySpy(**SMALL))]).fit(X, clicks, groups=sessions, propensity=propensity)
+        # ... and set_fit_request(propensity=True) routes them to fit.
+        pipe = Pipeline([("scale", StandardScaler()),
+                         ("rank", PropensitySpy(**SMALL).set_fit_request(propensity=True))])
         search = GridSearchCV(pipe, {"rank__num_leaves": [3, 7]}, cv=GroupKFold(2), scoring=ndcg_scorer)
         search.fit(X, clicks, groups=sessions, propensity=propensity)
         unrequested = Pipeline([("rank", PropensitySpy(**SMALL).set_fit_request(propensity=False))])

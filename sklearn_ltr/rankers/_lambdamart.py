@@ -299,9 +299,11 @@ class LambdaMARTRanker(BaseRanker):
     _integer_labels = True
 
     # Per-query weights and display positions travel with the queries, like ``groups``.
-    # So does a separate validation set (X_val, y_val, groups_val).
+    # So does a separate validation set (X_val, y_val, groups_val). ``propensity`` is not requested
+    # by default: a search that routes propensities to an IPS scorer keeps training plain LambdaMART
+    # unless ``set_fit_request(propensity=True)`` asks for pairwise IPS.
     __metadata_request__fit = {"groups": True, "sample_weight": True, "positions": True,  # noqa: RUF012
-                               "propensity": True,
+                               "propensity": False,
                                **VALIDATION_REQUEST}
 
     # LightGBM's own limits (docs' Parameters page), checked before LightGBM sees them.
@@ -425,8 +427,10 @@ class LambdaMARTRanker(BaseRanker):
             Known examination propensity of each row, in (0, 1] (e.g.
             ``estimate.propensity_of(positions)`` of a propensity estimate): each pair of a
             clicked and a non-clicked document is weighted by the clicked one's
-            ``1 / max(propensity, 0.05)``. ``y`` must be 0/1 clicks. Routed like ``groups``;
-            not with ``positions``.
+            ``1 / max(propensity, 0.05)``. ``y`` must be 0/1 clicks; not with ``positions``.
+            Under metadata routing it reaches ``fit`` after ``set_fit_request(propensity=True)``
+            (not requested by default, so that propensities routed to an IPS scorer do not
+            change what a search trains).
 
         Returns
         -------
