@@ -366,3 +366,14 @@ def test_propensity_on_dask_input_is_refused(click_log):
     with pytest.raises(ValueError, match="propensity is not supported on Dask input"):
         LambdaMARTRanker(**SMALL).fit(da.from_array(X), da.from_array(clicks), groups=da.from_array(sessions),
                                       propensity=1.0 / positions)
+
+
+def test_onnx_export_of_a_debiased_model(click_log):
+    pytest.importorskip("onnxruntime")
+    from sklearn_ltr.export import OnnxScorer, to_onnx
+
+    X, clicks, sessions, positions = click_log
+    ranker = LambdaMARTRanker(**SMALL, position_bias="unbiased_lambdamart").fit(
+        X, clicks, groups=sessions, positions=positions)
+    rows = X[:200].astype(np.float32)
+    np.testing.assert_allclose(OnnxScorer(to_onnx(ranker)).predict(rows), ranker.predict(rows), rtol=0, atol=1e-5)
