@@ -196,7 +196,9 @@ class LambdaMARTRanker(BaseRanker):
     in order of first appearance), so 1-based ranks are passed as they are; positions
     beyond the first page can be clipped by the caller to share one bias. The learned
     biases stay inside LightGBM's objective (written only to its debug log): LightGBM
-    exposes no API to read them, so this estimator has no attribute for them. Validation
+    exposes no API to read them, so this estimator has no attribute for them (the biases of
+    ``position_bias="unbiased_lambdamart"`` are estimated by this library's objective and kept
+    in ``position_bias_clicked_`` and ``position_bias_unclicked_``). Validation
     sets need no positions: LightGBM's NDCG on them scores the trees alone. When the
     logging ranker already sorted documents by relevance, position and relevance are
     confounded and the biases can absorb relevance (on ``simulate_clicks`` logs with
@@ -276,6 +278,21 @@ class LambdaMARTRanker(BaseRanker):
     >>> unbiased = LambdaMARTRanker(n_estimators=20, n_jobs=1, random_state=0)
     >>> unbiased = unbiased.fit(X[train], clicks, groups=qid[train], positions=positions)
     >>> unbiased.predict(X[test]).shape == y[test].shape  # no position at serving time
+    True
+
+    Unbiased LambdaMART (Hu et al., 2019) instead weighs each clicked/non-clicked pair by the
+    inverse biases of their positions, estimated with the trees (``position_bias_clicked_[k - 1]``
+    is the bias of a click at position ``k``, relative to position 1); known propensities weigh
+    each pair by its click's inverse propensity:
+
+    >>> debiased = LambdaMARTRanker(n_estimators=20, position_bias="unbiased_lambdamart",
+    ...                             lambdarank_position_bias_regularization=1.0, n_jobs=1, random_state=0)
+    >>> debiased = debiased.fit(X[train], clicks, groups=qid[train], positions=positions)
+    >>> debiased.position_bias_clicked_.tolist()[0], len(debiased.position_bias_clicked_) == int(positions.max())
+    (1.0, True)
+    >>> ips = LambdaMARTRanker(n_estimators=20, n_jobs=1, random_state=0)
+    >>> ips = ips.fit(X[train], clicks, groups=qid[train], propensity=1.0 / positions)
+    >>> ips.predict(X[test]).shape == y[test].shape
     True
 
     On a Dask cluster (``pip install sklearn-ltr[dask]``) the same estimator trains with
