@@ -255,6 +255,9 @@ def estimate_propensity_em(X, clicks, positions, groups, *, max_position=20, n_i
 
     See Also
     --------
+    estimate_propensity_document_em : For logs that show documents at several positions (several
+        sessions per query): one relevance per document, no features, consistent where a
+        regression on weak features is not, and seconds with its band.
     estimate_propensity_harvesting : Needs no features, but documents shown at several positions.
 
     References

@@ -191,6 +191,8 @@ def estimate_propensity_harvesting(clicks, positions, groups, documents, *, max_
     See Also
     --------
     estimate_propensity_em : Regression EM on the features, for logs without such documents.
+    estimate_propensity_document_em : The position-based model's likelihood on the same documents.
+    estimate_propensity_swap : The same ratios from randomised swap interventions.
 
     References
     ----------
