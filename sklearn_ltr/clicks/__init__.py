@@ -48,8 +48,8 @@ from sklearn_ltr.clicks._em import estimate_propensity_em
 from sklearn_ltr.clicks._estimate import PropensityEstimate
 from sklearn_ltr.clicks._harvesting import estimate_propensity_harvesting
 from sklearn_ltr.clicks._interventions import estimate_propensity_swap
-from sklearn_ltr.clicks._trust_em import TrustBiasEstimate, estimate_trust_bias_em
 from sklearn_ltr.clicks._simulation import SimulatedClickLog, simulate_click_log
+from sklearn_ltr.clicks._trust_em import TrustBiasEstimate, estimate_trust_bias_em
 from sklearn_ltr.clicks._weights import (
     PROPENSITY_CLIP,
     affine_click_weights,
@@ -67,10 +67,13 @@ __all__ = [
     "DynamicBayesianNetwork",
     "PositionBasedModel",
     "PropensityEstimate",
-    "TrustBiasEstimate",
     "SimulatedClickLog",
+    "TrustBiasEstimate",
     "UserBrowsingModel",
+    "affine_click_weights",
+    "check_affine",
     "check_propensity",
+    "click_weights",
     "estimate_propensity_document_em",
     "estimate_propensity_em",
     "estimate_propensity_harvesting",
