@@ -257,6 +257,23 @@ def test_a_validation_click_log_with_propensities_records_the_ips_estimate(data)
                    propensity_val=propensity_val)
 
 
+def test_a_validation_click_log_with_affine_parameters_records_the_affine_estimate(data):
+    X, y, qid, X_val, y_val, qid_val = data
+    positions, clicks = simulate_clicks(y, qid, w=0.5, random_state=0)
+    positions_val, clicks_val = simulate_clicks(y_val, qid_val, w=0.5, random_state=1)
+    theta_val = observation_propensity(positions_val)
+    affine_val = np.column_stack([0.9 * theta_val, 0.1 * theta_val])  # alpha, beta of click noise 0.1
+    ranker = RankNetRanker(loss="sigmoid_ce", hidden_sizes=(8,), max_epochs=2, random_state=0)
+    ranker.fit(X, clicks, qid, propensity=observation_propensity(positions), X_val=X_val, y_val=clicks_val,
+               groups_val=qid_val, propensity_val=affine_val)
+    expected = ips_dcg_score(clicks_val, ranker.predict(X_val), qid_val, affine_val, k=10)
+    assert expected != pytest.approx(ips_dcg_score(clicks_val, ranker.predict(X_val), qid_val, theta_val, k=10))
+    assert ranker.history_[-1, "valid_ndcg@10"] == pytest.approx(expected, abs=1e-6)
+    with pytest.raises(ValueError, match="propensity_val"):
+        ranker.fit(X, clicks, qid, X_val=X_val, y_val=clicks_val, groups_val=qid_val,
+                   propensity_val=affine_val[:5])
+
+
 def test_every_ranker_requests_the_validation_set():
     for name, entry in RANKERS.items():
         if name == "RankingEnsemble":

@@ -15,6 +15,7 @@ import numpy as np
 
 from sklearn_ltr._groups import check_groups
 from sklearn_ltr._validation import check_finite_labels, check_relevance, check_same_length
+from sklearn_ltr.clicks import check_affine
 
 __all__ = ["VALIDATION_PARAMS", "VALIDATION_REQUEST", "ValidationData", "check_validation_features_of"]
 
@@ -100,7 +101,10 @@ class ValidationData:
                              f"clicked); got values such as {np.unique(y_val[~np.isin(y_val, (0.0, 1.0))])[:5]}.")
         groups_val = check_groups(self.groups, n_rows, name="groups_val", against="X_val")
         propensity = None
-        if self.propensity is not None:
+        if self.propensity is not None and np.ndim(self.propensity) == 2:
+            # Per-row (alpha, beta) of the trust-bias model: the affine estimate, like fit's propensity.
+            propensity = check_affine(self.propensity, n_rows, name="propensity_val")
+        elif self.propensity is not None:
             propensity = np.asarray(self.propensity, dtype=np.float64).ravel()
             if propensity.shape[0] != n_rows:
                 raise ValueError(f"propensity_val has {propensity.shape[0]} entries but X_val has {n_rows} rows; "
