@@ -24,6 +24,11 @@ Run (from the repository root)::
 
     SKLEARN_LTR_DATA=/work/shared/data PYTHONPATH=. python benchmarks/bench_propensity_em.py
     SKLEARN_LTR_DATA=/work/shared/data PYTHONPATH=. python benchmarks/bench_propensity_em.py --quick
+    SKLEARN_LTR_DATA=/work/shared/data PYTHONPATH=. python benchmarks/bench_propensity_em.py --regression-em
+
+``--regression-em`` (issue 41): ``estimate_propensity_em``'s new defaults (bootstrap replicates
+started from the estimate) against its old ones, with seconds, ratio, error, band coverage and
+width, on the first three logs.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ from sklearn_ltr.clicks import estimate_propensity_document_em, estimate_propens
 from sklearn_ltr.datasets import simulate_clicks
 
 MAX_POSITION = 10
+#: The reference fit: the regression EM's relevance settings before issue 41 (50 trees of 31 leaves).
+REFERENCE_FIT = {"objective": "cross_entropy", "num_iterations": 50, "learning_rate": 0.1, "num_leaves": 31,
+                 "min_data_in_leaf": 20, "verbosity": -1, "deterministic": True, "force_row_wise": True}
 DATA = Path(os.environ.get("SKLEARN_LTR_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
@@ -87,17 +95,22 @@ def simulate_log(y, qid, *, eta, w, sessions, top_k=10, keep=1.0, seed=0):
     return rows[kept], clicks[kept], positions[kept], weight[kept]
 
 
-def lightgbm_fit_seconds(X, clicks, weight):
-    """Seconds of one LightGBM regression fit of the log's rows, with the EM's relevance settings."""
+def lightgbm_fit_seconds(X, clicks, weight, repeats=1):
+    """Seconds of one LightGBM regression fit of the log's rows (the median of ``repeats`` fits).
+
+    The reference fit keeps the relevance regression's settings of issue 40 (50 trees, learning rate
+    0.1), whatever the EM's defaults are now, so that ratios compare across versions.
+    """
     import lightgbm
 
-    from sklearn_ltr.clicks._em import RELEVANCE_PARAMS
-
-    params = {**RELEVANCE_PARAMS, "num_threads": 0}
+    params = {**REFERENCE_FIT, "num_threads": 0}
     rounds = params.pop("num_iterations")
-    start = time.perf_counter()
-    lightgbm.train(params, lightgbm.Dataset(X, label=clicks.astype(float), weight=weight), num_boost_round=rounds)
-    return time.perf_counter() - start
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        lightgbm.train(params, lightgbm.Dataset(X, label=clicks.astype(float), weight=weight), num_boost_round=rounds)
+        seconds.append(time.perf_counter() - start)
+    return float(np.median(seconds))
 
 
 def max_relative_error(curve, truth):
@@ -119,15 +132,67 @@ def run(name, function, arrays, kwargs, truth, fit_seconds, rows):
     seconds = time.perf_counter() - start
     entry = {"method": name, "rows": rows, "seconds": seconds, "ratio": seconds / fit_seconds,
              "error": max_relative_error(result.propensity, truth), "covered": covered(result, truth),
-             "curve": result.propensity[:10]}
+             "curve": result.propensity[:10],
+             "width": None if result.lower is None else float(np.mean((result.upper - result.lower)[1:10]))}
     return entry
+
+
+#: The regression EM's defaults before issue 41: 50 trees at learning rate 0.1 per M-step, every replicate a whole EM.
+OLD_DEFAULTS = {"relevance_params": {"num_iterations": 50, "learning_rate": 0.1}, "replicate_trees": None}
+
+
+def regression_em():
+    """Issue 41: ``estimate_propensity_em``'s seconds, ratio, error and band, new defaults against old ones.
+
+    On the three logs where issue 40 ran it. The old defaults with their 20 replicates take
+    minutes (359.7 s on the first log in issue 40): here the old estimate alone, whose seconds
+    each old replicate costs again. On the first log also the new defaults with the replicates
+    rerun from the cold start, for the band's comparison. The reference fit of each log is the
+    median of three, measured before and after its rows (the mean of the two is the divisor).
+    """
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; "
+          f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {platform.machine()}, {os.cpu_count()} CPUs")
+    print("| log | estimate_propensity_em | rows | seconds | x one LightGBM fit | max rel. error 1-10 | truth in band "
+          "| mean band width 2-10 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    cases = [("old defaults, n_bootstrap=0 (estimate only)", {**OLD_DEFAULTS, "n_bootstrap": 0}),
+             ("new defaults, n_bootstrap=0 (estimate only)", {"n_bootstrap": 0}),
+             ("new defaults (20 replicates from the estimate, 3 trees per M-step)", {}),
+             ("new defaults, replicate_trees=None (20 replicates from the cold start)", {"replicate_trees": None})]
+    logs = [("mq2008", 1.5, 0.7, 15, 1.0, cases), ("mq2008", 1.0, 1.0, 15, 0.1, cases[:3]),
+            ("mq2007-agg", 2.0, 0.7, 10, 1.0, cases[:3])]
+    for data, eta, w, sessions, keep, log_cases in logs:
+        X, y, qid = load(data)
+        rows, clicks, positions, weight = simulate_log(y, qid, eta=eta, w=w, sessions=sessions, keep=keep)
+        truth = (1.0 / np.arange(1, MAX_POSITION + 1)) ** eta
+        label = f"{data} eta={eta:g} w={w:g} {sessions} sessions" + ("" if keep == 1 else f" keep {keep:g}")
+        n = len(rows)
+        fit_before = lightgbm_fit_seconds(X[rows], clicks, weight, repeats=3)
+        arrays = (X[rows], clicks, positions, qid[rows])
+        common = {"sample_weight": weight, "max_position": MAX_POSITION, "random_state": 0}
+        entries = [(name, run(name, estimate_propensity_em, arrays, {**common, **kwargs}, truth, 1.0, n))
+                   for name, kwargs in log_cases]
+        fit_after = lightgbm_fit_seconds(X[rows], clicks, weight, repeats=3)
+        fit_seconds = (fit_before + fit_after) / 2
+        for name, entry in entries:
+            band = "-" if entry["covered"] is None else f"{entry['covered']}/10"
+            width = "-" if entry["width"] is None else f"{entry['width']:.4f}"
+            print(f"| {label} | {name} | {n:,} | {entry['seconds']:.1f} | {entry['seconds'] / fit_seconds:.2f} | "
+                  f"{entry['error']:.3f} | {band} | {width} |", flush=True)
+        print(f"<!-- {label}: one LightGBM fit (median of 3) {fit_before:.2f} s before the rows, "
+              f"{fit_after:.2f} s after -->", flush=True)
+    print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one small log, no 'before' bootstrap")
     parser.add_argument("--skip-before", action="store_true")
+    parser.add_argument("--regression-em", action="store_true",
+                        help="issue 41: the regression EM's new defaults against its old ones, on the first log only")
     args = parser.parse_args(argv)
+    if args.regression_em:
+        return regression_em()
     # (data set, eta, w, sessions, keep, before-bootstrap): ~60k impressions up to ~2M.
     # The 'before' estimator with its default 20 replicates runs on the first log only (minutes); elsewhere the
     # estimate alone (n_bootstrap=0), whose seconds are what each of its replicates costs again. None: not run.
