@@ -296,8 +296,8 @@ def _cases(X, y, qid, tmp_path, monkeypatch):
             lambda: _said(_ranknet(early_stopping="no").fit, X, y, groups=qid),
         "``verbose=\"loud\"``, ``random_state=-1`` or ``\"a\"``":
             lambda: _said(RankNetRanker(random_state=-1).fit, X, y, groups=qid),
-        "``loss=\"hinge\"``, a loss callable with fewer than three arguments":
-            lambda: _said(_ranknet(loss="hinge").fit, X, y, groups=qid),
+        "``loss=\"focal\"``, a loss callable with fewer than three arguments":
+            lambda: _said(_ranknet(loss="focal").fit, X, y, groups=qid),
         "``loss_params=\"sigma=2\"``, an option the loss does not take, ``weights`` or ``reduction`` in it":
             lambda: _said(_ranknet(loss_params="sigma=2").fit, X, y, groups=qid),
         "``callbacks=[\"x\"]``, ``optimizer=\"lbfgs\"``, ``device=\"tpu\"``, "

@@ -218,7 +218,7 @@ def test_routed_grid_search_pipeline_groups_reach_predict(data):
         ({"n_heads": 0}, "'n_heads' parameter"),
         ({"head_size": 0}, "'head_size' parameter"),
         ({"log1p": "yes"}, "'log1p' parameter"),
-        ({"loss": "hinge"}, "hinge"),
+        ({"loss": "focal"}, "focal"),
         ({"attention_dropout": 1.0}, "'attention_dropout' parameter"),
         ({"lr": 0}, "'lr' parameter"),
     ],

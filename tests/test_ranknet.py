@@ -209,7 +209,7 @@ def test_single_document_queries_with_batch_norm():
         ({"max_epochs": 1.5}, "'max_epochs' parameter"),
         ({"max_list_length": 1}, "'max_list_length' parameter"),
         ({"validation_fraction": 1.0}, "'validation_fraction' parameter"),
-        ({"loss": "hinge"}, "hinge"),
+        ({"loss": "focal"}, "focal"),
         ({"optimizer": "lbfgs"}, "'optimizer' parameter"),
         ({"hidden_sizes": (4, 0)}, "'hidden_sizes' parameter"),
         ({"activation": "swish"}, "'activation' parameter"),

@@ -227,7 +227,7 @@ def test_routed_grid_search_pipeline(data, with_ranks):
         ({"dropout": -0.1}, "'dropout' parameter"),
         ({"max_rank": 0}, "'max_rank' parameter"),
         ({"n_blocks": -1}, "'n_blocks' parameter"),
-        ({"loss": "hinge"}, "hinge"),
+        ({"loss": "focal"}, "focal"),
         ({"attention_dropout": -1}, "'attention_dropout' parameter"),
     ],
 )

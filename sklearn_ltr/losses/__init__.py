@@ -76,6 +76,14 @@ lambdaloss      2.2684
 hinge           0.2500
 mse             0.0625
 
+``lambdaloss`` weighs each pair by one of the LambdaLoss paper's schemes (:data:`WEIGHING_SCHEMES`):
+
+>>> from sklearn_ltr.losses import WEIGHING_SCHEMES, lambdaloss
+>>> WEIGHING_SCHEMES
+('ndcg_loss1', 'ndcg_loss2', 'ndcg_loss2pp', 'arp_loss1', 'arp_loss2', 'lambdarank', 'ranknet')
+>>> round(lambdaloss(scores, labels, mask, weighing_scheme="ranknet").item(), 4)
+0.8855
+
 Each loss declares its memory cost, the ``[list, list]`` tensors one list holds in a training
 step, which the neural rankers' memory check reads (:func:`register_loss` adds a loss):
 
