@@ -227,3 +227,25 @@ def test_xendcg_model_exports(data, tmp_path):
     np.testing.assert_allclose(xgboost_scores(to_xgboost_json(ranker), X32, tmp_path), expected, atol=1e-5)
     onnx_scores = OnnxScorer(to_onnx(ranker), n_threads=1).predict(X32, groups=groups)
     np.testing.assert_allclose(onnx_scores, expected, atol=1e-5)
+
+
+def test_init_score_reaches_the_pairwise_click_objective(data):
+    """With ``propensity`` (this library's objective), boosting starts from ``init_score`` too."""
+    X, y, groups, first_stage = data
+    clicks = (y > 1).astype(int)
+    ranker = LambdaMARTRanker(**SMALL)
+    # The objective's gradients are those of the pairs at init_score + trees: a zero init_score changes nothing,
+    # another one changes the trees.
+    started = ranker.fit(X, clicks, groups, propensity=np.full(len(y), 0.5), init_score=first_stage)
+    from_zero = clone(ranker).fit(X, clicks, groups, propensity=np.full(len(y), 0.5), init_score=np.zeros(len(y)))
+    plain = clone(ranker).fit(X, clicks, groups, propensity=np.full(len(y), 0.5))
+    np.testing.assert_array_equal(from_zero.predict(X), plain.predict(X))
+    assert not np.array_equal(started.predict(X), plain.predict(X))
+
+
+def test_init_score_refused_on_dask_input(data):
+    da = pytest.importorskip("dask.array")
+    X, y, groups, first_stage = data
+    with pytest.raises(ValueError, match="init_score is not supported on Dask input"):
+        LambdaMARTRanker(**SMALL).fit(da.from_array(X), da.from_array(y), groups=da.from_array(groups),
+                                      init_score=first_stage)
