@@ -249,3 +249,17 @@ def test_init_score_refused_on_dask_input(data):
     with pytest.raises(ValueError, match="init_score is not supported on Dask input"):
         LambdaMARTRanker(**SMALL).fit(da.from_array(X), da.from_array(y), groups=da.from_array(groups),
                                       init_score=first_stage)
+
+
+def test_xendcg_draws_follow_the_sorted_query_ids(data):
+    """One gamma stream per query, in the order of the sorted ids: ids in the same order give the same model,
+    ids that sort in another order give other draws (as documented); lambdarank has no draws."""
+    X, y, groups, _ = data
+    same_order = np.array([f"q{g:04d}" for g in groups])
+    other_order = np.array([f"{(g * 7919) % 1000:03d}-{g}" for g in groups])
+    for objective, other_equal in (("lambdarank", True), ("rank_xendcg", False)):
+        base = LambdaMARTRanker(objective=objective, **SMALL).fit(X, y, groups).predict(X)
+        renamed = LambdaMARTRanker(objective=objective, **SMALL).fit(X, y, same_order).predict(X)
+        np.testing.assert_array_equal(renamed, base)
+        reordered = LambdaMARTRanker(objective=objective, **SMALL).fit(X, y, other_order).predict(X)
+        assert np.array_equal(reordered, base) is other_equal

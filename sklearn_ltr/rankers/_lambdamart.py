@@ -62,7 +62,10 @@ class LambdaMARTRanker(BaseRanker):
     ``position_bias``, ``lambdarank_position_bias_regularization`` and ``fit``'s
     ``positions`` and ``propensity`` (which need pairs or position biases) are lambdarank-only:
     another value than their default is refused. The :math:`\gamma` draws are seeded by
-    ``random_state`` (LightGBM's ``objective_seed``).
+    ``random_state`` (LightGBM's ``objective_seed``), one stream per query in the order of the
+    sorted query ids: the model does not depend on the order of the rows, but renaming the
+    queries so that they sort in another order draws other :math:`\gamma`, a model as
+    different as another ``random_state`` (lambdarank has no such draws).
 
     ``fit(X, y, groups, init_score=bm25)`` starts boosting from per-row first-stage scores
     (LightGBM's ``init_score``): the trees learn a correction :math:`f(x)` to them, and the
