@@ -1,4 +1,4 @@
-"""LambdaMART: gradient-boosted trees with the LambdaRank objective, on LightGBM.
+"""LambdaMART: gradient-boosted trees with the LambdaRank (or XE-NDCG) objective, on LightGBM.
 
 The estimator. What LightGBM receives of its parameters is built in ``_lambdamart_params``,
 the checks of ``fit``'s labels and queries and its validation sets in ``_lambdamart_data``,
