@@ -309,6 +309,14 @@ def _cases(X, y, qid, tmp_path, monkeypatch):
             lambda: _said(_lambdamart(lgbm_params={"min_data_in_leef": 5}).fit, X, y, groups=qid),
         "``lgbm_params`` setting what the estimator sets itself":
             lambda: _said(_lambdamart(lgbm_params={"num_leaves": 5}).fit, X, y, groups=qid),
+        "``lgbm_params={\"objective\": ...}`` naming another objective than the constructor's ``objective``":
+            lambda: _said(_lambdamart(lgbm_params={"objective": "rank_xendcg"}).fit, X, y, groups=qid),
+        "a lambdarank-only setting with ``objective=\"rank_xendcg\"`` (``lambdarank_truncation_level``, "
+        "``position_bias``, ``lambdarank_position_bias_regularization``; ``positions`` or ``propensity`` in "
+        "``fit``)": lambda: _said(_lambdamart(objective="rank_xendcg", lambdarank_truncation_level=10).fit, X, y,
+                                  groups=qid),
+        "``init_score`` (LambdaMART's first-stage scores) with NaN, of the wrong length or 2-D":
+            lambda: _said(_lambdamart().fit, X, y, groups=qid, init_score=np.full(len(y), np.nan)),
         "``NDCGScorer(k=0)``, ``NDCGScorer(gain=\"log\")``, ``make_ranking_scorer(\"map\", k=-1)``":
             lambda: _said(NDCGScorer, k=0),
         "metric options (``k``, ``gain``, ``ties``, ``empty_value``, ``max_grade``, ``normalize``)":

@@ -1,7 +1,8 @@
 """The ranker contract suite (scikit-learn's checks plus the ranker checks) on every public estimator.
 
 Estimators are discovered from ``sklearn_ltr.__all__``: a new public estimator fails
-``test_every_public_estimator_is_checked`` until it gets fast settings in ``FAST``, and
+``test_every_public_estimator_is_checked`` until it gets fast settings in ``FAST`` (plus
+any ``fast_variants`` of its registry entry, each checked as one more estimator), and
 each check that cannot apply to it needs an entry ``check name -> reason`` in its registry
 entry's ``expected_failed_checks`` (marked xfail, strict: a check that starts passing fails).
 
@@ -32,6 +33,10 @@ def _public_estimator_classes():
 
 
 ESTIMATORS = [cls(**FAST[cls.__name__]) for cls in _public_estimator_classes() if cls.__name__ in FAST]
+#: Further configurations of a ranker (e.g. LambdaMART's rank_xendcg objective): its registry entry's ``fast_variants``.
+ESTIMATORS += [type(estimator)(**{**FAST[type(estimator).__name__], **variant})
+               for estimator in list(ESTIMATORS) if type(estimator).__name__ in RANKERS
+               for variant in RANKERS[type(estimator).__name__].fast_variants]
 
 #: scikit-learn's checks that call ``transform`` or ``fit_transform`` without query ids: QueryNormalizer
 #: refuses them (tests/test_query_normalizer.py runs the same properties with groups).

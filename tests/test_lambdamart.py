@@ -228,7 +228,7 @@ def test_bad_label_gain_and_query_size():
     ("params", "match"),
     [
         ({"lgbm_params": {"min_data_in_leaf": 3}}, r"lgbm_params sets \['min_data_in_leaf'\]"),
-        ({"lgbm_params": {"objective": "rank_xendcg"}}, "objective is always 'lambdarank'"),
+        ({"lgbm_params": {"objective": "rank_xendcg"}}, "conflicts with objective='lambdarank'"),
         ({"lgbm_params": [("max_bin", 3)]}, "'lgbm_params' parameter"),
         ({"eval_at": (0, 5)}, "'eval_at' parameter"),
         ({"early_stopping_rounds": 0}, "'early_stopping_rounds' parameter"),

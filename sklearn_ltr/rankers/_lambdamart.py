@@ -1,4 +1,4 @@
-"""LambdaMART: gradient-boosted trees with the LambdaRank objective, on LightGBM.
+"""LambdaMART: gradient-boosted trees with the LambdaRank (or XE-NDCG) objective, on LightGBM.
 
 The estimator. What LightGBM receives of its parameters is built in ``_lambdamart_params``,
 the checks of ``fit``'s labels and queries and its validation sets in ``_lambdamart_data``,
@@ -17,6 +17,7 @@ from sklearn_ltr.rankers._lambdamart_data import check_lambdarank, eval_fit_kwar
 from sklearn_ltr.rankers._lambdamart_params import lgbm_eval_at, lgbm_kwargs
 from sklearn_ltr.rankers._lambdarank_inputs import (
     as_spmatrix,
+    check_init_score,
     check_positions,
     checked_position_callback,
     eval_entries,
@@ -31,7 +32,7 @@ __all__ = ["LambdaMARTRanker"]
 
 @document_query_column
 class LambdaMARTRanker(BaseRanker):
-    r"""LambdaMART ranker: LightGBM's ``LGBMRanker`` with ``objective="lambdarank"``.
+    r"""LambdaMART ranker: LightGBM's ``LGBMRanker`` with ``objective="lambdarank"`` or ``"rank_xendcg"``.
 
     LambdaMART (Burges, 2010) boosts regression trees on the LambdaRank gradients: for
     each pair of documents :math:`i, j` of a query with :math:`y_i > y_j` and scores
@@ -44,6 +45,33 @@ class LambdaMARTRanker(BaseRanker):
     the RankNet gradient weighted by the change of NDCG that swapping the two documents
     would cause (:math:`\sigma` is LightGBM's ``sigmoid`` parameter, 1 by default); each
     tree fits the :math:`\lambda_i` by Newton steps.
+
+    With ``objective="rank_xendcg"`` the trees minimise LightGBM's XE-NDCG instead (Bruch,
+    2021), a listwise cross entropy between the softmax of a query's scores and a
+    distribution of its gains: each round draws :math:`\gamma_i \sim U(0, 1)` per document and
+
+    .. math::
+        \ell = -\sum_i \phi_i \log \rho_i, \qquad
+        \rho_i = \frac{e^{s_i}}{\sum_j e^{s_j}}, \qquad
+        \phi_i = \frac{2^{y_i} - \gamma_i}{\sum_j (2^{y_j} - \gamma_j)},
+
+    a convex bound on NDCG whose gradient :math:`\rho_i - \phi_i` costs :math:`O(n)` per
+    query instead of lambdarank's :math:`O(n^2)` pairs. Its gains are always
+    :math:`2^y - \gamma`: ``label_gain`` then only sets the gains of the NDCG that
+    ``eval_set`` reports and early stopping watches. ``lambdarank_truncation_level``,
+    ``position_bias``, ``lambdarank_position_bias_regularization`` and ``fit``'s
+    ``positions`` and ``propensity`` (which need pairs or position biases) are lambdarank-only:
+    another value than their default is refused. The :math:`\gamma` draws are seeded by
+    ``random_state`` (LightGBM's ``objective_seed``), one stream per query in the order of the
+    sorted query ids: the model does not depend on the order of the rows, but renaming the
+    queries so that they sort in another order draws other :math:`\gamma`, a model as
+    different as another ``random_state`` (lambdarank has no such draws).
+
+    ``fit(X, y, groups, init_score=bm25)`` starts boosting from per-row first-stage scores
+    (LightGBM's ``init_score``): the trees learn a correction :math:`f(x)` to them, and the
+    model's ranking score is ``init_score + f(x)``. ``predict(X)`` returns :math:`f(x)`, the
+    trees' score alone, as LightGBM's ``predict`` does; rank new rows by
+    ``ranker.predict(X) + init_score`` (see Notes).
 
     Rows may come in any order: ``fit`` sorts them by ``groups``, each query's rows in
     their canonical order (by their features compared as numbers, then their label and display
@@ -81,6 +109,11 @@ class LambdaMARTRanker(BaseRanker):
 
     Parameters
     ----------
+    objective : {"lambdarank", "rank_xendcg"}, default="lambdarank"
+        LightGBM's ranking objective: LambdaRank (pairwise gradients weighted by
+        :math:`|\Delta \mathrm{NDCG}|`, the only one that learns from clicks with
+        ``positions`` or ``propensity``) or XE-NDCG (listwise cross entropy, above). Setting
+        ``objective`` in ``lgbm_params`` too is allowed only with the same objective.
     n_estimators : int, default=100
         Number of boosting rounds (trees).
     learning_rate : float, default=0.1
@@ -107,9 +140,11 @@ class LambdaMARTRanker(BaseRanker):
     label_gain : sequence of float, default=None
         Gain of each relevance grade; ``label_gain[g]`` is the gain of label ``g``.
         ``None`` is LightGBM's ``2**g - 1`` for ``g = 0 .. 30``. Labels must be
-        smaller than ``len(label_gain)``.
+        smaller than ``len(label_gain)``. With ``objective="rank_xendcg"`` it sets only the
+        gains of the evaluation NDCG (``evals_result_``, early stopping).
     lambdarank_truncation_level : int, default=30
         Number of top-ranked documents of each query whose pairs get gradients.
+        ``objective="lambdarank"`` only.
     lambdarank_position_bias_regularization : float, default=0.0
         Regularisation of the position biases, used only when ``fit`` receives ``positions``;
         larger values shrink the biases towards "no position bias" in both modes. With
@@ -122,6 +157,7 @@ class LambdaMARTRanker(BaseRanker):
         Unbiased LambdaMART (Hu et al., 2019: each clicked/non-clicked pair weighted by
         :math:`1 / (t^+_{p_i} t^-_{p_j})`, biases estimated in closed form each round; ``y``
         must be 0/1 clicks). Ignored without ``positions``.
+        ``objective="lambdarank"`` only (as is ``lambdarank_position_bias_regularization``).
     eval_at : sequence of int, default=(1, 3, 5, 10)
         Cut-offs of the NDCG computed on each ``eval_set`` every round
         (``evals_result_``); early stopping watches all of them unless
@@ -143,7 +179,8 @@ class LambdaMARTRanker(BaseRanker):
         Any other LightGBM parameter (``max_bin``, ``min_split_gain``,
         ``lambdarank_norm``, ``deterministic``, ...), passed verbatim. Names (or
         LightGBM aliases) of this estimator's own parameters are refused, as are
-        ``objective``, ``eval_at`` and ``early_stopping_round``.
+        ``eval_at`` and ``early_stopping_round``; ``objective`` (or an alias) only when it
+        names the constructor's ``objective`` (e.g. ``"xendcg"`` with ``"rank_xendcg"``).
     client : distributed.Client, default=None
         Cluster that trains on Dask input (``lightgbm.dask.DaskLGBMRanker``);
         ``None`` uses the active client. Ignored for in-memory input.
@@ -206,6 +243,17 @@ class LambdaMARTRanker(BaseRanker):
     positive ``lambdarank_position_bias_regularization`` shrinks them. Judge it on
     held-out relevance judgments.
 
+    First-stage scores: LightGBM adds ``init_score`` to the scores it boosts from and
+    evaluates, not to what ``predict`` returns, so ``predict(X)`` is the trees' correction
+    alone and the model's full score is ``predict(X) + init_score``. ``predict`` takes no
+    ``init_score`` argument on purpose: scikit-learn's scorers, ``cross_val_predict`` and a
+    ``Pipeline`` call ``predict(X)`` alone, so the sum is written where the first-stage scores
+    are at hand. Inside a search, the scorer therefore ranks the held-out fold by the trees
+    alone; ``init_score`` is routed to ``fit`` (requested by default, like ``groups``) and split
+    with the rows by the cross-validation. The validation rows of ``X_val`` need their
+    ``init_score_val``, and ``eval_set`` entries (which have none) are refused with
+    ``init_score``, so that early stopping always watches the summed score.
+
     After a search, ``GridSearchCV.predict`` takes no ``groups``; call
     ``search.best_estimator_.predict(X, groups=qid)`` (a pointwise model such as
     this one also scores correctly without ``groups``).
@@ -220,6 +268,8 @@ class LambdaMARTRanker(BaseRanker):
 
     Z. Hu, Y. Wang, Q. Peng and H. Li. "Unbiased LambdaMART: An Unbiased Pairwise
     Learning-to-Rank Algorithm." WWW 2019.
+
+    S. Bruch. "An Alternative Cross Entropy Loss for Learning-to-Rank." WWW 2021.
 
     Examples
     --------
@@ -267,6 +317,15 @@ class LambdaMARTRanker(BaseRanker):
     >>> search.best_params_["num_leaves"] in (4, 16), bool(search.best_score_ > chance)
     (True, True)
     >>> search.best_estimator_.predict(X[test], groups=qid[test]).shape == y[test].shape
+    True
+
+    XE-NDCG instead of LambdaRank, boosting from a first-stage score (here the first
+    feature stands in for BM25); the model's score is the first-stage score plus the trees':
+
+    >>> xendcg = LambdaMARTRanker(objective="rank_xendcg", n_estimators=20, n_jobs=1, random_state=0)
+    >>> xendcg = xendcg.fit(X[train], y[train], groups=qid[train], init_score=X[train, 0])
+    >>> full_score = xendcg.predict(X[test]) + X[test, 0]
+    >>> bool(ndcg_score(y[test], full_score, qid[test], k=10) > chance)
     True
 
     From position-biased clicks: the display position of each row (1 = top) makes
@@ -319,12 +378,14 @@ class LambdaMARTRanker(BaseRanker):
     # So does a separate validation set (X_val, y_val, groups_val). ``propensity`` is not requested
     # by default: a search that routes propensities to an IPS scorer keeps training plain LambdaMART
     # unless ``set_fit_request(propensity=True)`` asks for pairwise IPS.
+    # First-stage scores (init_score, init_score_val) are per-row data too, requested by default.
     __metadata_request__fit = {"groups": True, "sample_weight": True, "positions": True,  # noqa: RUF012
-                               "propensity": False,
+                               "propensity": False, "init_score": True, "init_score_val": True,
                                **VALIDATION_REQUEST}
 
     # LightGBM's own limits (docs' Parameters page), checked before LightGBM sees them.
     _parameter_constraints = {  # noqa: RUF012
+        "objective": [StrOptions({"lambdarank", "rank_xendcg"})],
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "num_leaves": [Interval(Integral, 2, 131072, closed="both")],
@@ -354,6 +415,7 @@ class LambdaMARTRanker(BaseRanker):
     def __init__(
         self,
         *,
+        objective="lambdarank",
         n_estimators=100,
         learning_rate=0.1,
         num_leaves=31,
@@ -379,6 +441,7 @@ class LambdaMARTRanker(BaseRanker):
         client=None,
         query_column=None,
     ):
+        self.objective = objective
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -405,7 +468,8 @@ class LambdaMARTRanker(BaseRanker):
         self.query_column = query_column
 
     def fit(self, X, y, groups=None, *, positions=None, sample_weight=None, eval_set=None, eval_names=None,
-            callbacks=None, X_val=None, y_val=None, groups_val=None, propensity=None):
+            callbacks=None, X_val=None, y_val=None, groups_val=None, propensity=None, init_score=None,
+            init_score_val=None):
         """Train the LambdaMART model.
 
         Parameters
@@ -447,7 +511,16 @@ class LambdaMARTRanker(BaseRanker):
             ``1 / max(propensity, 0.05)``. ``y`` must be 0/1 clicks; not with ``positions``.
             Under metadata routing it reaches ``fit`` after ``set_fit_request(propensity=True)``
             (not requested by default, so that propensities routed to an IPS scorer do not
-            change what a search trains).
+            change what a search trains). ``objective="lambdarank"`` only, as are ``positions``.
+        init_score : array-like of shape (n_samples,), default=None
+            First-stage score of each row (e.g. BM25), finite: boosting starts from it
+            (LightGBM's ``init_score``) and the trees learn a correction to it. ``predict``
+            returns the correction alone; rank by ``predict(X) + init_score``. Routed like
+            ``groups`` (requested by default). Not with ``eval_set`` entries other than the
+            training data: give the validation set as ``X_val`` with ``init_score_val``.
+        init_score_val : array-like of shape (n_val_samples,), default=None
+            First-stage score of each row of ``X_val``; needed when both ``X_val`` and
+            ``init_score`` are given, refused without them. Routed like ``groups``.
 
         Returns
         -------
@@ -457,6 +530,8 @@ class LambdaMARTRanker(BaseRanker):
         validate_estimator_params(self)
         if _dask.is_dask_collection(X):  # Dask array / DataFrame: train on the cluster
             self._check_dask_fit_args(positions, sample_weight, propensity)
+            if init_score is not None or init_score_val is not None:
+                raise ValueError("init_score is not supported on Dask input yet; fit in memory (NumPy arrays).")
             if X_val is not None:
                 raise ValueError("X_val is not supported on Dask input yet; train with a fixed n_estimators.")
             return _dask.fit_dask(self, X, y, groups, eval_set=eval_set, callbacks=callbacks)
@@ -472,8 +547,12 @@ class LambdaMARTRanker(BaseRanker):
         per_row = () if positions is None else (check_positions(positions, X.shape[0]),)
         if propensity is not None:
             per_row = (check_propensity(propensity, X.shape[0]),)
+        if init_score is not None:
+            per_row = (*per_row, check_init_score(init_score, X.shape[0]))
         X_sorted, y_sorted, *per_row_sorted = sort_rows(query_groups, X, y, *per_row)
         fit_kwargs = {}
+        if init_score is not None:
+            fit_kwargs["init_score"] = per_row_sorted.pop()
         weights = None if sample_weight is None else row_weights(
             sample_weight, query_groups, to_mean_one=positions is not None or propensity is not None)
         objective = None
@@ -488,8 +567,10 @@ class LambdaMARTRanker(BaseRanker):
         if weights is not None and not pairwise:
             fit_kwargs["sample_weight"] = weights
         training = ((X_in, y_in, groups_in), (X_sorted, y_sorted, query_groups.sizes))
-        eval_set, eval_names = self._with_validation_set(eval_set, eval_names, ValidationData(X_val, y_val, groups_val))
-        fit_kwargs.update(eval_fit_kwargs(self, eval_set, eval_names, training))
+        init_scores = self._eval_init_scores(eval_set, training[0], init_score, init_score_val, X_val)
+        validation = ValidationData(X_val, y_val, groups_val, extras={"init_score": init_score_val})
+        eval_set, eval_names = self._with_validation_set(eval_set, eval_names, validation)
+        fit_kwargs.update(eval_fit_kwargs(self, eval_set, eval_names, training, init_scores))
         model = lightgbm.LGBMRanker(**kwargs)
         model.fit(X_sorted, y_sorted, group=query_groups.sizes, eval_at=eval_at, callbacks=callbacks, **fit_kwargs)
         for name in ("position_bias_clicked_", "position_bias_unclicked_"):
@@ -501,8 +582,38 @@ class LambdaMARTRanker(BaseRanker):
                 self.position_bias_unclicked_ = objective.bias_unclicked_.copy()
         return self._set_fitted(model)
 
+    def _eval_init_scores(self, eval_set, training, init_score, init_score_val, X_val):
+        """The first-stage scores of each evaluation entry (``eval_set``'s, then ``X_val``'s), or None.
+
+        Boosting from ``init_score`` and evaluating from zero (or the other way round) would
+        rank validation queries by a score the model is not trained to complete: refused.
+        """
+        if init_score is None:
+            if init_score_val is not None and X_val is not None:
+                raise ValueError("fit got init_score_val without init_score: the validation rows start from "
+                                 "first-stage scores only when the training rows do; pass init_score too, or "
+                                 "neither.")
+            return None
+        entries = [] if eval_set is None else list(eval_entries(eval_set))
+        if any(not (entry[0] is training[0] and entry[1] is training[1] and entry[2] is training[2])
+               for entry in entries):
+            raise ValueError("fit got init_score, but the eval_set entries have no first-stage scores, so their "
+                             "NDCG would score the trees alone: pass the validation set as X_val, y_val, "
+                             "groups_val with its init_score_val instead of eval_set.")
+        if X_val is not None and init_score_val is None:
+            raise ValueError("fit got init_score but not init_score_val: the validation rows (X_val) need their "
+                             "first-stage scores too; pass init_score_val, one per row of X_val.")
+        return [None] * len(entries) + ([init_score_val] if X_val is not None else [])
+
     def _pairwise_debiasing(self, positions, propensity):
         """Whether ``fit`` trains the pairwise-debiased objective; refuses inputs that do not go together."""
+        if self.objective != "lambdarank" and (positions is not None or propensity is not None):
+            name = "positions" if positions is not None else "propensity"
+            raise ValueError(
+                f"fit got {name}, which only objective='lambdarank' can use (position biases, pairwise inverse "
+                f"propensity weights); objective={self.objective!r} has no pairs nor position biases. Use "
+                f"objective='lambdarank' to learn from clicks, or fit without {name}."
+            )
         if positions is not None and propensity is not None:
             raise ValueError(
                 "pass either positions (the position biases are then estimated) or propensity (known "
@@ -576,7 +687,9 @@ class LambdaMARTRanker(BaseRanker):
         -------
         scores : ndarray of shape (n_samples,)
             One score per row, in input order; higher ranks first. Uses
-            ``best_iteration_`` when early stopping ran.
+            ``best_iteration_`` when early stopping ran. After ``fit(..., init_score=...)``
+            this is the trees' score alone (LightGBM's ``predict`` does not add the
+            first-stage score): rank new rows by ``scores + init_score``.
         """
         if _dask.is_dask_collection(X):  # a lazy Dask array of scores, in input row order
             return _dask.predict_dask(self, X, groups)

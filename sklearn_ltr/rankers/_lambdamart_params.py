@@ -14,7 +14,7 @@ import numpy as np
 from sklearn_ltr.rankers._lambdarank_inputs import check_lgbm_param_names, is_positive_int, taken_names
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError
 
-__all__ = ["LGBM_KEYWORDS", "lgbm_eval_at", "lgbm_kwargs"]
+__all__ = ["LAMBDARANK_ONLY", "LGBM_KEYWORDS", "OBJECTIVES", "check_objective_params", "lgbm_eval_at", "lgbm_kwargs"]
 
 #: Constructor parameters handed to ``LGBMRanker`` under the same name.
 LGBM_KEYWORDS = (
@@ -24,11 +24,57 @@ LGBM_KEYWORDS = (
 )  # fmt: skip
 
 
+#: The objectives of ``objective=`` and the names LightGBM also accepts for each (its ``objective`` aliases).
+OBJECTIVES = {
+    "lambdarank": ("lambdarank",),
+    "rank_xendcg": ("rank_xendcg", "xendcg", "xe_ndcg", "xe_ndcg_mart", "xendcg_mart"),
+}
+
+#: Constructor parameters that only LightGBM's lambdarank reads, with their defaults: under
+#: ``objective="rank_xendcg"`` another value is refused (XE-NDCG has no truncation and no position biases).
+LAMBDARANK_ONLY = {"lambdarank_truncation_level": 30, "lambdarank_position_bias_regularization": 0.0,
+                   "position_bias": "lightgbm"}
+
+#: ``lgbm_params`` keys that name the objective (LightGBM's aliases of ``objective``).
+_OBJECTIVE_KEYS = ("objective", "objective_type", "app", "application", "loss")
+
+
+def check_objective_params(ranker):
+    """Raise when a parameter that only lambdarank reads is set while ``ranker.objective`` is another."""
+    if ranker.objective == "lambdarank":
+        return
+    for name, default in LAMBDARANK_ONLY.items():
+        if getattr(ranker, name) != default:
+            raise ValueError(
+                f"{name}={getattr(ranker, name)!r} applies only to objective='lambdarank' (LightGBM's "
+                f"{ranker.objective} has no truncation level and no position biases); keep its default "
+                f"{name}={default!r} or use objective='lambdarank'."
+            )
+
+
+def _objective_from_lgbm_params(ranker, extra):
+    """Refuse an objective in ``lgbm_params`` unless it names ``ranker.objective``; drop it then."""
+    keys = [key for key in _OBJECTIVE_KEYS if key in extra]
+    if not keys:
+        return extra
+    for key in keys:
+        value = extra[key]
+        if not (isinstance(value, str) and value.strip().lower() in OBJECTIVES[ranker.objective]):
+            raise ValueError(
+                f"lgbm_params sets {key}={value!r}, which conflicts with objective={ranker.objective!r}; choose the "
+                f"objective with the constructor parameter objective='lambdarank' or objective='rank_xendcg' "
+                f"and remove {key!r} from lgbm_params."
+            )
+    return {key: value for key, value in extra.items() if key not in keys}
+
+
 def lgbm_kwargs(ranker):
     """Validated keyword arguments of ``lightgbm.LGBMRanker`` for ``ranker``'s parameters."""
+    check_objective_params(ranker)
     kwargs = {name: getattr(ranker, name) for name in LGBM_KEYWORDS}
-    kwargs["objective"] = "lambdarank"
-    kwargs["lambdarank_truncation_level"] = ranker.lambdarank_truncation_level
+    kwargs["objective"] = ranker.objective
+    if ranker.objective == "lambdarank":
+        kwargs["lambdarank_truncation_level"] = ranker.lambdarank_truncation_level
     if ranker.label_gain is not None:
         try:
             gain = np.asarray(ranker.label_gain, dtype=np.float64)
@@ -44,13 +90,14 @@ def lgbm_kwargs(ranker):
         kwargs["early_stopping_round"] = int(ranker.early_stopping_rounds)
     extra = {} if ranker.lgbm_params is None else ranker.lgbm_params
     check_lgbm_param_names(extra)
+    extra = _objective_from_lgbm_params(ranker, extra)
     own = (*LGBM_KEYWORDS, "label_gain", "lambdarank_truncation_level",
            "lambdarank_position_bias_regularization")
     clashes = sorted(set(extra) & taken_names(own))
     if clashes:
         raise ValueError(
             f"lgbm_params sets {clashes}, which LambdaMARTRanker sets itself; use the constructor "
-            f"parameter of the same meaning instead (objective is always 'lambdarank')."
+            f"parameter of the same meaning instead (the objective is the constructor's objective=)."
         )
     kwargs.update(extra)
     return kwargs

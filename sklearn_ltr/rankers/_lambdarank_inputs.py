@@ -21,6 +21,7 @@ __all__ = [
     "MAX_QUERY_SIZE",
     "RESERVED",
     "as_spmatrix",
+    "check_init_score",
     "check_label_range",
     "check_lgbm_param_names",
     "check_positions",
@@ -226,6 +227,32 @@ def check_positions(positions, n_samples):
     if positions.shape[0] and positions.max() > np.iinfo(np.int32).max:
         raise ValueError(f"positions must be below 2**31 (LightGBM stores int32); got {positions.max():g}.")
     return positions.astype(np.int32)
+
+
+def check_init_score(init_score, n_samples, *, name="init_score", against="X"):
+    """Per-row first-stage scores as float64: a 1-D array of finite numbers, one per row of ``against``."""
+    if hasattr(init_score, "to_numpy"):
+        init_score = init_score.to_numpy()
+    try:
+        values = np.asarray(init_score, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a 1-D array of numbers, the first-stage score of each row (e.g. BM25); got "
+            f"{type(init_score).__name__} with values that are not numbers."
+        ) from None
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, one first-stage score per row of {against}; got shape {values.shape}.")
+    if values.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {values.shape[0]} entries but {against} has {n_samples} rows; pass the first-stage score "
+            f"of every row of {against} (in the same order)."
+        )
+    if not np.isfinite(values).all():
+        raise ValueError(
+            f"{name} contains NaN or infinite values; every row needs a finite first-stage score (fill the "
+            f"missing ones, e.g. with the lowest score of their query)."
+        )
+    return values
 
 
 def position_callback(positions):

@@ -48,6 +48,9 @@ class RankerEntry:
     expected_failed_checks : dict
         ``{check name: reason}`` of scikit-learn's estimator checks that cannot pass for it
         (the test suite marks them xfail, strict), e.g. ``PER_QUERY_WEIGHTS``.
+    fast_variants : tuple of dict
+        Further configurations the contract suite checks too, each a dict of parameters
+        that override ``fast_params`` (e.g. ``{"objective": "rank_xendcg"}``).
 
     Examples
     --------
@@ -67,6 +70,7 @@ class RankerEntry:
     trusted_types: tuple = ()
     also_exports: tuple = ()
     expected_failed_checks: dict = field(default_factory=dict)
+    fast_variants: tuple = ()
 
     @property
     def cls(self):
@@ -185,7 +189,8 @@ register_ranker(RankerEntry(
     {"n_estimators": 5, "num_leaves": 7, "n_jobs": 1, "random_state": 0}, "lambdamart", "none",
     trusted_types=("lightgbm.sklearn.LGBMRanker", "lightgbm.basic.Booster", "collections.OrderedDict"),
     expected_failed_checks={**PER_QUERY_WEIGHTS,
-                            "check_sample_weight_equivalence_on_sparse_data": _PER_QUERY_WEIGHTS}))
+                            "check_sample_weight_equivalence_on_sparse_data": _PER_QUERY_WEIGHTS},
+    fast_variants=({"objective": "rank_xendcg"},)))
 register_ranker(_neural(
     "RankNetRanker", "sklearn_ltr.rankers._ranknet", {"hidden_sizes": (8,), **_NEURAL_FAST}, "ranknet",
     "log1p-standardize", trusted=("sklearn_ltr.nn._mlp.MLPScorer",), expected_failed_checks=PER_QUERY_WEIGHTS))
