@@ -68,7 +68,7 @@ class TrustBiasEstimate:
     alpha, beta : ndarray of float64 of shape (max_position,)
         :math:`\alpha_k = \theta_k (\epsilon^+_k - \epsilon^-_k)` and :math:`\beta_k = \theta_k
         \epsilon^-_k`: :math:`P(C = 1) = \alpha_k \gamma + \beta_k`, on the scale of the fitted
-        relevance :math:`\gamma \in [0, 1]` (see :mod:`~sklearn_ltr.clicks._trust_em`).
+        relevance :math:`\gamma \in [0, 1]` (see the module docstring of ``sklearn_ltr.clicks._trust_em``).
     theta, eps_plus, eps_minus : ndarray of float64 of shape (max_position,)
         Examination probability and click probabilities of a relevant and a non-relevant examined
         document (one factorisation of :math:`\alpha, \beta`).
@@ -121,7 +121,7 @@ class TrustBiasEstimate:
         Pass the result as ``propensity=`` to a neural ranker's ``fit``, to
         :class:`~sklearn_ltr.training.ValidationNDCG` or to :func:`~sklearn_ltr.metrics.ips_dcg_score`;
         they apply the affine correction :math:`(c - \beta) / \max(\alpha, 0.05)`. Positions at or
-        beyond :attr:`max_position` get the last estimated values; an :math:`\alpha` that noise made
+        beyond ``max_position`` get the last estimated values; an :math:`\alpha` that noise made
         non-positive is raised to :math:`10^{-6}` (the clip then bounds its weight).
 
         Parameters
@@ -196,7 +196,7 @@ def estimate_trust_bias_em(clicks, positions, groups, documents=None, X=None, *,
                            tol=1e-7, relevance_params=None, n_folds=2, sample_weight=None, random_state=0):
     r"""Per-position trust-bias parameters :math:`\alpha_k, \beta_k` of a click log, by EM.
 
-    See :mod:`~sklearn_ltr.clicks._trust_em` for the model, the E- and M-steps and the scale of the
+    See the module docstring of ``sklearn_ltr.clicks._trust_em`` for the model, the E- and M-steps and the scale of the
     estimates (identified up to an affine map of the relevance scale, which the rankings learned or
     selected with the affine correction do not depend on).
 

@@ -91,7 +91,7 @@ class LambdaMARTRanker(BaseRanker):
 
     With ``position_bias="unbiased_lambdamart"`` the same call trains the pairwise debiasing
     of Hu et al. (2019) instead, through a custom objective
-    (:class:`~sklearn_ltr.rankers._unbiased_lambdarank.UnbiasedLambdaRankObjective`): each pair
+    (``sklearn_ltr.rankers._unbiased_lambdarank``): each pair
     of a clicked document :math:`i` and a non-clicked :math:`j` of a list is weighted by
     :math:`1 / (t^+_{p_i} t^-_{p_j})`, the biases of the clicked document's position and of the
     non-clicked one's, re-estimated in closed form after every round from the pairs' losses,
