@@ -1,7 +1,7 @@
 """The DASALC paper's loss comparison: one feed-forward network trained with each ranking loss.
 
 On MQ2008 Fold 1 (read from ``$SKLEARN_LTR_DATA`` or ``../shared/data``), the same
-46-64-32-1 ReLU network (``RankNetRanker``) is trained with each of the ten losses of
+46-64-32-1 ReLU network (``RankNetRanker``) is trained with each loss of
 ``sklearn_ltr.losses``. For each loss the learning rate is chosen on ``vali.txt`` by
 NDCG@10 from a small grid (the same budget for every loss); the chosen setting is then
 trained with three seeds and scored on ``test.txt``. LambdaMART is shown for reference.

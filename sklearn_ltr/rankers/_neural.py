@@ -355,9 +355,9 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         if not takes:
             raise ValueError(
                 f"propensity was given, but the loss {self._loss_name()!r} takes no click weights: use "
-                f"loss='sigmoid_ce', 'softmax' or 'ranknet' (their inverse-propensity-weighted forms), or a loss "
-                f"function with a keyword argument click_weights=None (a [batch, list] tensor, or [batch, list, 2] "
-                f"of (1 / alpha, beta / alpha) for a propensity of per-row (alpha, beta))."
+                f"loss='sigmoid_ce', 'softmax', 'ranknet' or 'hinge' (their inverse-propensity-weighted forms), or a "
+                f"loss function with a keyword argument click_weights=None (a [batch, list] tensor, or "
+                f"[batch, list, 2] of (1 / alpha, beta / alpha) for a propensity of per-row (alpha, beta))."
             )
         return weights.astype(np.float32)
 
