@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 from sklearn_ltr.losses._common import (
-    affine_relevance,
     check_inputs,
     check_positive,
     is_affine_click_weights,
@@ -13,7 +12,7 @@ from sklearn_ltr.losses._common import (
     relevant_weights,
     safe_divide,
 )
-from sklearn_ltr.losses._pairwise import _pairwise
+from sklearn_ltr.losses._pairwise import _pairwise, affine_pair_loss
 
 __all__ = ["hinge"]
 
@@ -107,13 +106,8 @@ def hinge(scores, labels, mask=None, *, margin=1.0, reduction="mean", weights=No
     scores, labels, mask = check_inputs(scores, labels, mask)
     if is_affine_click_weights(click_weights):
         # Every pair, each document's affine estimate on "above the other by the margin": linear in the clicks.
-        estimate = affine_relevance(click_weights, (labels > 0).to(scores.dtype), mask)
-        difference, _, pairs = _pairwise(scores, labels, mask, sigma=1.0, ties=True)
-        weight = pairs.to(scores.dtype)
-        cost = estimate[:, :, None] * torch.relu(margin - difference) + estimate[:, None, :] * torch.relu(
-            margin + difference)
-        per_query = (weight * cost).sum(dim=(1, 2))
-        return reduce_queries(safe_divide(per_query, weight.sum(dim=(1, 2))), mask, reduction, weights)
+        return affine_pair_loss(scores, labels, mask, click_weights, lambda difference: torch.relu(margin - difference),
+                                sigma=1.0, reduction=reduction, weights=weights)
     difference, target, pairs = _pairwise(scores, labels, mask, sigma=1.0, ties=False)
     with torch.no_grad():
         sign = 2.0 * target - 1.0  # +1 where i has the higher label, -1 where j has

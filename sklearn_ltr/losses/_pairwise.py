@@ -50,6 +50,21 @@ def _pairwise(scores, labels, mask, *, sigma, ties):
     return logits, target, pairs
 
 
+def affine_pair_loss(scores, labels, mask, click_weights, cost_above, *, sigma, reduction, weights):
+    """A pairwise loss under the affine correction: every pair, each side weighted by its document's estimate.
+
+    ``cost_above(d)`` is the cost of the pair ``(i, j)`` for "``i`` above ``j``" at the scaled score
+    difference ``d = sigma (s_i - s_j)``; "``j`` above ``i``" costs ``cost_above(-d)``. The value is
+    :math:`\frac{1}{|P|}\\sum_{i<j} \\hat\\gamma_i c(d_{ij}) + \\hat\\gamma_j c(-d_{ij})`, linear in the clicks.
+    """
+    estimate = affine_relevance(click_weights, (labels > 0).to(scores.dtype), mask)
+    difference, _, pairs = _pairwise(scores, labels, mask, sigma=sigma, ties=True)
+    weight = pairs.to(scores.dtype)
+    cost = estimate[:, :, None] * cost_above(difference) + estimate[:, None, :] * cost_above(-difference)
+    per_query = (weight * cost).sum(dim=(1, 2))
+    return reduce_queries(safe_divide(per_query, weight.sum(dim=(1, 2))), mask, reduction, weights)
+
+
 def _pair_cost_per_query(logits, target, weight):
     """Per-query sum of ``weight * C`` with C the RankNet cost of each pair.
 
@@ -187,12 +202,8 @@ def ranknet(scores, labels, mask=None, *, sigma=1.0, include_ties=True, reductio
     scores, labels, mask = check_inputs(scores, labels, mask)
     if is_affine_click_weights(click_weights):
         # Every pair, each document's affine estimate on "above the other": linear in the clicks.
-        estimate = affine_relevance(click_weights, (labels > 0).to(scores.dtype), mask)
-        logits, _, pairs = _pairwise(scores, labels, mask, sigma=sigma, ties=True)
-        weight = pairs.to(scores.dtype)
-        cost = estimate[:, :, None] * F.softplus(-logits) + estimate[:, None, :] * F.softplus(logits)
-        per_query = (weight * cost).sum(dim=(1, 2))
-        return reduce_queries(safe_divide(per_query, weight.sum(dim=(1, 2))), mask, reduction, weights)
+        return affine_pair_loss(scores, labels, mask, click_weights, lambda logits: F.softplus(-logits),
+                                sigma=sigma, reduction=reduction, weights=weights)
     logits, target, pairs = _pairwise(scores, labels, mask, sigma=sigma, ties=bool(include_ties))
     weight = pairs.to(scores.dtype)
     count = weight.sum(dim=(1, 2))
