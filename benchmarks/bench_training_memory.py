@@ -36,7 +36,6 @@ import torch
 
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr.datasets import make_ranking
-from sklearn_ltr.rankers import _neural
 from sklearn_ltr.training import _memory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -72,11 +71,13 @@ def measure(cls, params, lists, docs, device, rng):
     settings = dict(max_epochs=1, device=device, random_state=0, validation_fraction=None)
     ranker = cls(**params, batch_size=lists, **settings)
     ranker.uses_initial_rank_ = False  # SetRank's module spec reads it; fit sets it again
-    cost = _memory.module_cost(*ranker._module_spec(136))
-    quadratic, linear = ranker._memory_terms(136, training=True, cost=cost, device=device)
-    kernel = _memory.attention_term(cost, device, training=True, precision=ranker.precision) or "none"
-    estimate = _memory.batch_bytes(lists, docs, quadratic=quadratic, linear=linear)
-    square = _memory.batch_bytes(lists, docs, quadratic=quadratic, linear=0)
+    memory = _memory.MemoryEstimate.declared(
+        cls.__name__, _memory.module_cost(*ranker._module_spec(136)), 136, device=device,
+        loss=getattr(ranker, "loss", None), loss_params=ranker.loss_params, precision=ranker.precision,
+    )
+    estimate = memory.training_bytes(lists, docs)
+    square = _memory.batch_bytes(lists, docs, quadratic=memory.training_quadratic, linear=0)
+    kernel = memory.training_kernel or "none"
     cls(**params, batch_size=2, **settings).fit(*_batch(2, 8, rng))  # warm-up: one-time allocations
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -138,8 +139,8 @@ def main(argv=None):
     if not args.device.startswith("cuda") and not os.path.exists("/proc/self/clear_refs"):
         parser.error("the CPU measurement reads /proc/self/status (Linux)")
     # The check is what is being measured against: switched off, so the batches it refuses run.
-    check = _neural.check_training_memory
-    _neural.check_training_memory = lambda **kwargs: None
+    check = _memory.MemoryEstimate.check_training
+    _memory.MemoryEstimate.check_training = lambda self, sizes, batch_size: None
     rng = np.random.default_rng(0)
     if args.single:
         name, lists, docs = args.single[0], int(args.single[1]), int(args.single[2])
@@ -162,7 +163,7 @@ def main(argv=None):
                         f"{peak / estimate:.3f} | {square / 1e9:.2f} | {kernel} |")
             print(rows[-1], flush=True)
     if args.acceptance:
-        _neural.check_training_memory = check
+        _memory.MemoryEstimate.check_training = check
         rows += ["", "DASALCRanker(batch_size=1024) on 1,000 MSLR-shaped queries: " + acceptance(args.device)]
         print(rows[-1], flush=True)
     device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"

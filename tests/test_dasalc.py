@@ -265,18 +265,15 @@ def test_predict_shrinks_batches_when_memory_is_short(data, fitted, monkeypatch)
     X, _, qid = data
     expected = fitted.predict(X, qid)
     longest = int(np.bincount(np.unique(qid, return_inverse=True)[1]).max())
-    quadratic, linear = fitted._memory_terms(X.shape[1], training=False)
-    one_list = _memory.batch_bytes(1, longest, quadratic=quadratic, linear=linear)
+    one_list = fitted._memory_estimate(X.shape[1], training=False).prediction_bytes(1, longest)
     seen = []
-    from sklearn_ltr.rankers import _neural
+    original = _memory.MemoryEstimate.prediction_documents
 
-    original = _neural.prediction_documents
-
-    def spy(**kwargs):
-        seen.append(original(**kwargs))
+    def spy(self, sizes, documents):
+        seen.append(original(self, sizes, documents))
         return seen[-1]
 
-    monkeypatch.setattr(_neural, "prediction_documents", spy)
+    monkeypatch.setattr(_memory.MemoryEstimate, "prediction_documents", spy)
     monkeypatch.setattr(_memory, "available_memory", lambda device: int(2.5 * one_list / _memory.MEMORY_FRACTION))
     np.testing.assert_allclose(fitted.predict(X, qid), expected, rtol=1e-5, atol=1e-6)
     assert len(seen) == 1 and 2 * longest <= seen[0] < 3 * longest  # two of the longest lists fit at once

@@ -143,10 +143,11 @@ def test_unregistering_removes_the_toys():
 
 
 def test_the_memory_estimate_reads_both_declarations(registered):
-    quadratic, linear = ToyRanker()._memory_terms(5, training=True, device="cpu")
-    assert quadratic == 3  # the loss's pairwise tensors; the module has no attention
-    assert linear == 2 * 5 + 5 * 1  # features and their gradients, the module's one activation (5 a unit on CPU)
-    assert ToyRanker(loss="softmax")._memory_terms(5, training=True)[0] == 0
+    estimate = ToyRanker()._memory_estimate(5, "cpu")
+    assert estimate.training_quadratic == 3  # the loss's pairwise tensors; the module has no attention
+    # Features and their gradients, the module's one activation (5 a unit on CPU).
+    assert estimate.training_linear == 2 * 5 + 5 * 1
+    assert ToyRanker(loss="softmax")._memory_estimate(5).training_quadratic == 0
 
 
 def test_the_toy_trains_through_the_registered_loss(registered):

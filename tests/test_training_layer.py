@@ -166,11 +166,12 @@ def test_memory_terms_read_the_declarations():
 
 def test_ranker_memory_estimate_uses_the_loss_declaration(data):
     X, _, _ = data
-    linear = RankNetRanker(loss="softmax", hidden_sizes=(8,))._memory_terms(X.shape[1], training=True)
-    pairwise = RankNetRanker(loss="lambdarank", hidden_sizes=(8,))._memory_terms(X.shape[1], training=True)
-    assert linear[0] == 0 and pairwise[0] == 10 and pairwise[1] == linear[1]
+    linear = RankNetRanker(loss="softmax", hidden_sizes=(8,))._memory_estimate(X.shape[1])
+    pairwise = RankNetRanker(loss="lambdarank", hidden_sizes=(8,))._memory_estimate(X.shape[1])
+    assert linear.training_quadratic == 0 and pairwise.training_quadratic == 10
+    assert pairwise.training_linear == linear.training_linear
     sampled = RankNetRanker(loss="gumbel_approx_ndcg", loss_params={"n_samples": 4}, hidden_sizes=(8,))
-    assert sampled._memory_terms(X.shape[1], training=True)[0] == 5 * 4
+    assert sampled._memory_estimate(X.shape[1]).training_quadratic == 5 * 4
 
 
 def test_an_undeclared_callable_loss_warns_when_lists_are_long(monkeypatch, data):
@@ -187,8 +188,7 @@ def test_an_undeclared_callable_loss_warns_when_lists_are_long(monkeypatch, data
 def test_the_memory_advice_names_each_cap_once(monkeypatch):
     monkeypatch.setattr(_memory, "available_memory", lambda device: 10**6)
     with pytest.raises(MemoryError) as error:
-        _memory.check_training_memory(owner="R", sizes=np.array([5000]), batch_size=1, max_list_length=None,
-                                      quadratic=8, linear=10, device="cpu", what="the loss")
+        _memory.MemoryEstimate("R", "cpu", 8, 10, holders="the loss").check_training(np.array([5000]), 1)
     caps = re.findall(r"max_list_length=(\d+)", str(error.value))
     assert len(caps) == 1, str(error.value)
 
@@ -199,8 +199,7 @@ def test_the_memory_advice_is_a_smaller_batch_when_whole_lists_fit_in_one(monkey
     free = 10**7  # budget 8 MB; one list of 300 needs 4 * (300 * 10 + 300**2 * 8) = 2.892 MB
     monkeypatch.setattr(_memory, "available_memory", lambda device: free)
     with pytest.raises(MemoryError) as error:
-        _memory.check_training_memory(owner="R", sizes=np.array([300] * 8 + [5]), batch_size=8, max_list_length=None,
-                                      quadratic=8, linear=10, device="cpu", what="the loss")
+        _memory.MemoryEstimate("R", "cpu", 8, 10, holders="the loss").check_training(np.array([300] * 8 + [5]), 8)
     budget = _memory.MEMORY_FRACTION * free
     cap = _memory._longest_fitting(8, 8, 10, budget)
     assert cap < 300
@@ -216,8 +215,7 @@ def test_the_memory_advice_when_only_one_short_list_at_a_time_fits(monkeypatch):
     free = 10**5  # budget 80 kB: 1,000 lists of 2 documents need 208 kB, one list of 5,000 far more
     monkeypatch.setattr(_memory, "available_memory", lambda device: free)
     with pytest.raises(MemoryError) as error:
-        _memory.check_training_memory(owner="R", sizes=np.array([5000] * 1000), batch_size=1000,
-                                      max_list_length=None, quadratic=8, linear=10, device="cpu", what="the loss")
+        _memory.MemoryEstimate("R", "cpu", 8, 10, holders="the loss").check_training(np.array([5000] * 1000), 1000)
     cap = _memory._longest_fitting(1, 8, 10, _memory.MEMORY_FRACTION * free)
     assert str(error.value).endswith(
         f"Set max_list_length={cap} with batch_size=1 (training lists are then subsampled; prediction still scores "
@@ -227,8 +225,7 @@ def test_the_memory_advice_when_only_one_short_list_at_a_time_fits(monkeypatch):
 def test_the_memory_advice_for_a_model_too_large_even_for_short_lists(monkeypatch):
     monkeypatch.setattr(_memory, "available_memory", lambda device: 100)
     with pytest.raises(MemoryError, match=r"is available on cpu\. Set a smaller model\.$"):
-        _memory.check_training_memory(owner="R", sizes=np.array([300, 300]), batch_size=2, max_list_length=None,
-                                      quadratic=8, linear=10, device="cpu", what="the loss")
+        _memory.MemoryEstimate("R", "cpu", 8, 10, holders="the loss").check_training(np.array([300, 300]), 2)
 
 
 def test_sizes_are_in_decimal_units():
@@ -376,8 +373,7 @@ def test_the_memory_error_states_the_sizes_and_the_caps(monkeypatch):
     monkeypatch.setattr(_memory, "available_memory", lambda device: free)
     sizes = np.array([3000, 2000, 10])
     with pytest.raises(MemoryError) as error:
-        _memory.check_training_memory(owner="R", sizes=sizes, batch_size=2, max_list_length=2500, quadratic=8,
-                                      linear=10, device="cpu", what="the loss")
+        _memory.MemoryEstimate("R", "cpu", 8, 10, holders="the loss", max_list_length=2500).check_training(sizes, 2)
     needed = _memory.batch_bytes(2, 2500, quadratic=8, linear=10)
     budget = _memory.MEMORY_FRACTION * free
     two = _memory._longest_fitting(2, 8, 10, budget)

@@ -109,9 +109,9 @@ H200_PEAKS_GB = [
 def test_the_cuda_estimate_is_linear_and_conservative_against_measured_peaks(sm90, cls, lists, docs, peak_gb):
     ranker = cls()
     ranker.uses_initial_rank_ = False  # SetRank's module spec reads it
-    quadratic, linear = ranker._memory_terms(136, training=True, device="cuda")
-    assert quadratic == 0  # memory-efficient attention holds no [L, L] weights
-    estimate = _memory.batch_bytes(lists, docs, quadratic=quadratic, linear=linear)
+    memory = ranker._memory_estimate(136, "cuda")
+    assert memory.training_quadratic == 0  # memory-efficient attention holds no [L, L] weights
+    estimate = memory.training_bytes(lists, docs)
     # Above the peak (never refuse less than it needs), and within 2x of it.
     assert 0.5 <= peak_gb * 1e9 / estimate <= 1.0
 
@@ -129,33 +129,32 @@ def test_dasalc_batch_1024_on_1000_mslr_queries_is_accepted_on_an_h200(sm90, mon
     monkeypatch.setattr(_memory, "available_memory", lambda device: 134.0e9)
     assert mslr_sizes.max() == 696
     ranker = DASALCRanker(batch_size=1024)
-    assert ranker._check_training_memory(mslr_sizes, 136, "cuda") == 1024
-    quadratic, linear = ranker._memory_terms(136, training=True, device="cuda")
-    assert _memory.batch_bytes(1000, 696, quadratic=quadratic, linear=linear) < _memory.MEMORY_FRACTION * 134.0e9
+    assert ranker._memory_estimate(136, "cuda").training_batch_size(mslr_sizes, 1024) == 1024
+    assert ranker._memory_estimate(136, "cuda").training_bytes(1000, 696) < _memory.MEMORY_FRACTION * 134.0e9
     # On CPU (attention dropout: the math kernel) the [L, L] weights are real: refused, naming them.
     with pytest.raises(MemoryError, match=r"needs about 12\d\.\d GB for self-attention \(4 layers x 2 heads, math"):
-        ranker._check_training_memory(mslr_sizes, 136, "cpu")
+        ranker._memory_estimate(136, "cpu").training_batch_size(mslr_sizes, 1024)
     # So in bf16 on CUDA, where heads 100 wide rule the fused kernels out of padded batches.
     monkeypatch.setattr(_memory, "available_memory", lambda device: 60e9)
-    assert ranker._check_training_memory(mslr_sizes, 136, "cuda") == 1024
+    assert ranker._memory_estimate(136, "cuda").training_batch_size(mslr_sizes, 1024) == 1024
     with pytest.raises(MemoryError, match=r"math attention: \[L, L\] weights per head\), which grows with the "
                                           r"square of the list length"):
-        DASALCRanker(batch_size=1024, precision="bf16-mixed")._check_training_memory(mslr_sizes, 136, "cuda")
+        DASALCRanker(precision="bf16-mixed")._memory_estimate(136, "cuda").training_batch_size(mslr_sizes, 1024)
 
 
 def test_a_refusal_with_fused_attention_names_the_linear_term(sm90, monkeypatch, mslr_sizes):
     monkeypatch.setattr(_memory, "available_memory", lambda device: 10e9)
     with pytest.raises(MemoryError) as error:
-        DASALCRanker(batch_size=1024)._check_training_memory(mslr_sizes, 136, "cuda")
+        DASALCRanker()._memory_estimate(136, "cuda").training_batch_size(mslr_sizes, 1024)
     message = str(error.value)
     assert "self-attention (4 layers x 2 heads, memory-efficient attention: linear in the list length)" in message
     assert "which grows with the documents of the batch" in message and "batch_size=" in message
 
 
 def test_pairwise_loss_terms_count_on_every_device(sm90):
-    cpu = RankNetRanker(loss="ranknet")._memory_terms(136, training=True, device="cpu")
-    cuda = RankNetRanker(loss="ranknet")._memory_terms(136, training=True, device="cuda")
-    assert cpu[0] == cuda[0] > 0
+    cpu = RankNetRanker(loss="ranknet")._memory_estimate(136, "cpu")
+    cuda = RankNetRanker(loss="ranknet")._memory_estimate(136, "cuda")
+    assert cpu.training_quadratic == cuda.training_quadratic > 0
 
 
 def _observed_kernel(device, dtype, dropout, head_size, padded):
@@ -196,28 +195,30 @@ def test_the_kernel_torch_runs_is_the_one_predicted(test_device, dtype, dropout,
         assert (observed in FUSED_KERNELS) == (predicted in FUSED_KERNELS), (observed, predicted)
 
 
+def _estimate(quadratic, linear, max_list_length=None):
+    """An estimate of training terms given by hand."""
+    return _memory.MemoryEstimate("R", "cpu", training_quadratic=quadratic, training_linear=linear,
+                                  max_list_length=max_list_length)
+
+
 def test_auto_batch_size_by_hand(monkeypatch):
     sizes = np.array([100] * 30 + [400] * 10 + [7] * 400)  # 440 queries: the cap is 440 // 2 = 220
     per_list = _memory.batch_bytes(1, 400, quadratic=2, linear=10)  # 4 * (400 * 10 + 400**2 * 2) bytes
     monkeypatch.setattr(_memory, "available_memory", lambda device: None)
-    assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 220
+    assert _estimate(2, 10).auto_batch_size(sizes) == 220
     monkeypatch.setattr(_memory, "available_memory", lambda device: int(100.5 * per_list / _memory.MEMORY_FRACTION))
     # 100 fit: 5 batches of 440 queries, evened out to 88 each (not 4 x 100 and a last one of 40).
-    assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 88
+    assert _estimate(2, 10).auto_batch_size(sizes) == 88
     # Lists cut to 200 documents: 3.95 times as many fit (half the linear term, a quarter of [L, L]): 397 > 220.
-    assert _memory.auto_batch_size(sizes=sizes, max_list_length=200, quadratic=2, linear=10, device="cpu") == 220
-    assert _memory.auto_batch_size(sizes=sizes, max_list_length=100, quadratic=2, linear=10, device="cpu") == 220
+    assert _estimate(2, 10, max_list_length=200).auto_batch_size(sizes) == 220
+    assert _estimate(2, 10, max_list_length=100).auto_batch_size(sizes) == 220
     monkeypatch.setattr(_memory, "available_memory", lambda device: 10**9)
-    assert _memory.auto_batch_size(sizes=np.full(100_000, 5), max_list_length=None, quadratic=2, linear=10,
-                                   device="cpu") == _memory.AUTO_BATCH_CAP
-    assert _memory.auto_batch_size(sizes=np.full(11, 5), max_list_length=None, quadratic=2, linear=10,
-                                   device="cpu") == 4  # 5, 5 and 1 evened out to 4, 4 and 3
-    assert _memory.auto_batch_size(sizes=np.full(471, 5), max_list_length=None, quadratic=2, linear=10,
-                                   device="cpu") == 157  # MQ2008 Fold 1: 235, 235 and 1 would be 3 batches
-    assert _memory.auto_batch_size(sizes=np.full(1, 5), max_list_length=None, quadratic=2, linear=10,
-                                   device="cpu") == 1
+    assert _estimate(2, 10).auto_batch_size(np.full(100_000, 5)) == _memory.AUTO_BATCH_CAP
+    assert _estimate(2, 10).auto_batch_size(np.full(11, 5)) == 4  # 5, 5 and 1 evened out to 4, 4 and 3
+    assert _estimate(2, 10).auto_batch_size(np.full(471, 5)) == 157  # MQ2008 Fold 1: not 235, 235 and 1
+    assert _estimate(2, 10).auto_batch_size(np.full(1, 5)) == 1
     monkeypatch.setattr(_memory, "available_memory", lambda device: 1)
-    assert _memory.auto_batch_size(sizes=sizes, max_list_length=None, quadratic=2, linear=10, device="cpu") == 1
+    assert _estimate(2, 10).auto_batch_size(sizes) == 1
 
 
 @pytest.fixture(scope="module")
@@ -234,8 +235,7 @@ def test_fit_resolves_auto_into_batch_size_(data, monkeypatch):
     # Little memory: fewer queries a batch, from the same estimate the check uses.
     sizes = np.unique(qid, return_counts=True)[1]
     small = RankNetRanker(hidden_sizes=(4,), max_epochs=1, batch_size="auto", random_state=0)
-    quadratic, linear = small._memory_terms(X.shape[1], training=True)  # on the device fit resolves
-    per_list = _memory.batch_bytes(1, int(sizes.max()), quadratic=quadratic, linear=linear)
+    per_list = small._memory_estimate(X.shape[1]).training_bytes(1, int(sizes.max()))  # on the device fit resolves
     monkeypatch.setattr(_memory, "available_memory", lambda device: int(2.5 * per_list / _memory.MEMORY_FRACTION))
     assert small.fit(X, y, qid).batch_size_ == 2
 

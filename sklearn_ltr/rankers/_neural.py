@@ -23,22 +23,14 @@ from sklearn_ltr._groups import check_query_weights
 from sklearn_ltr.base import BaseRanker, resolve_groups
 from sklearn_ltr.clicks import click_weights
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
-from sklearn_ltr.losses import get_loss, pairwise_tensors
+from sklearn_ltr.losses import get_loss
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
 from sklearn_ltr.rankers._validation_set import VALIDATION_REQUEST, ValidationData, check_validation_features_of
-from sklearn_ltr.training import ValidationNDCG, _memory
+from sklearn_ltr.training import ValidationNDCG
 from sklearn_ltr.training._checkpoint import training_checkpoint
 from sklearn_ltr.training._device import is_cuda, resolve_device
 from sklearn_ltr.training._distributed import net_class_for
-from sklearn_ltr.training._memory import (
-    attention_term,
-    auto_batch_size,
-    check_training_memory,
-    describe_attention,
-    memory_terms,
-    module_cost,
-    prediction_documents,
-)
+from sklearn_ltr.training._memory import MemoryEstimate, module_cost
 from sklearn_ltr.training._net import CLICK_WEIGHTS, QuerySplit, RankingLoss, RankingNet, build_dataset
 from sklearn_ltr.training._predict import ScoringBlock, predict_scores
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, validate_estimator_params
@@ -179,33 +171,21 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             **self._net_extras(),
         )
 
-    def _loss_tensors(self):
-        """``[L, L]`` tensors per list that the training loss declares (0 when linear or unknown)."""
-        loss = getattr(self, "loss", None)
-        if loss is None:
-            return 0
-        tensors = pairwise_tensors(loss)
-        if tensors is None:  # a callable never registered: see _warn_undeclared_loss
-            return 0
-        return tensors * (self.loss_params or {}).get("n_samples", 1)
+    def _memory_estimate(self, n_features, device=None, *, training=True):
+        """The :class:`~sklearn_ltr.training._memory.MemoryEstimate` of this ranker's batches on ``device``.
 
-    def _memory_terms(self, n_features, *, training, cost=None, device=None, kernel=None):
-        """``(quadratic, linear)`` float32 values per list and per document of one batch on ``device``.
-
-        ``cost`` is the module's declared :class:`~sklearn_ltr.nn.ModuleCost`, read here when not
-        given; ``device`` is the fitted net's, else the one ``device`` resolves to. The attention
-        term is the one of the kernel PyTorch runs there (:func:`~sklearn_ltr.training._memory.attention_term`),
-        found here when ``kernel`` is not given.
+        It reads the costs that the module (``memory_cost``) and, for training, the loss declare
+        (predict never reads the loss: it may not be registered where a model is loaded);
+        ``device`` is the fitted net's when not given, else the one ``device`` resolves to.
         """
-        if cost is None:
-            cost = module_cost(*self._module_spec(n_features))
         if device is None:
             net = getattr(self, "net_", None)
             device = net.device if net is not None else resolve_device(self.device)
-        if kernel is None:
-            kernel = attention_term(cost, device, training=training, precision=self.precision)
-        return memory_terms(cost, self._loss_tensors() if training else 0, n_features, training=training,
-                            kernel=kernel or "math", device=device)
+        return MemoryEstimate.declared(
+            type(self).__name__, module_cost(*self._module_spec(n_features)), n_features, device=device,
+            loss=getattr(self, "loss", None) if training else None, loss_params=getattr(self, "loss_params", None),
+            precision=self.precision, max_list_length=self.max_list_length,
+        )
 
     def _loss_name(self):
         loss = getattr(self, "loss", None)
@@ -283,7 +263,9 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         if query_weights is not None:
             self._check_loss_takes_weights()
         net = self._build_net(X.shape[1], validation)
-        self.batch_size_ = self._check_training_memory(query_groups.sizes, X.shape[1], net.device)
+        # batch_size="auto" resolved, and a largest batch that cannot fit refused, before training.
+        self.batch_size_ = self._memory_estimate(X.shape[1], net.device).training_batch_size(query_groups.sizes,
+                                                                                             self.batch_size)
         net.set_params(batch_size=self.batch_size_)
         net.fit(build_dataset(query_groups, X, y, query_weights=query_weights, **extras))
         self.net_ = net
@@ -375,50 +357,6 @@ class NeuralRanker(NeuralParameters, BaseRanker):
                 f"give it a keyword argument weights=None (a [batch] tensor), or fit without sample_weight."
             )
 
-    def _check_training_memory(self, sizes, n_features, device):
-        """Refuse a largest batch that cannot fit on ``device``; return the batch size to train with.
-
-        ``batch_size="auto"`` is resolved here, from the same estimate
-        (:func:`~sklearn_ltr.training._memory.auto_batch_size`).
-        """
-        cost = module_cost(*self._module_spec(n_features))
-        kernel = attention_term(cost, device, training=True, precision=self.precision)
-        quadratic, linear = self._memory_terms(n_features, training=True, cost=cost, device=device, kernel=kernel)
-        holders = []
-        if self._loss_tensors():
-            holders.append(f"the loss {self._loss_name()!r} (pairwise terms)")
-        if cost.attention_layers:
-            holders.append(describe_attention(cost, kernel))
-        sizes = np.asarray(sizes)
-        batch_size = self.batch_size
-        if batch_size == "auto":
-            batch_size = auto_batch_size(sizes=sizes, max_list_length=self.max_list_length, quadratic=quadratic,
-                                         linear=linear, device=device)
-        self._warn_undeclared_loss(sizes, device, batch_size)
-        check_training_memory(
-            owner=type(self).__name__, sizes=sizes, batch_size=batch_size,
-            max_list_length=self.max_list_length, quadratic=quadratic, linear=linear, device=device,
-            what=" and ".join(holders) or "the activations",
-        )
-        return int(batch_size)
-
-    def _warn_undeclared_loss(self, sizes, device, batch_size):
-        """Warn when a loss of unknown memory cost could, if pairwise, not fit: never a silent linear guess."""
-        loss = getattr(self, "loss", None)
-        if loss is None or len(sizes) == 0 or pairwise_tensors(loss) is not None:
-            return
-        longest = int(sizes.max()) if self.max_list_length is None else min(int(sizes.max()), self.max_list_length)
-        n_lists = min(int(batch_size), len(sizes))
-        free = _memory.available_memory(device)
-        one_pairwise_tensor = 4 * n_lists * longest**2
-        if free is not None and one_pairwise_tensor > 0.01 * free:
-            warnings.warn(
-                f"{type(self).__name__}: the loss {self._loss_name()!r} declares no memory cost, so fit cannot check "
-                f"that its largest batch ({n_lists} lists of {longest} documents) fits: one [list, list] tensor of "
-                f"it takes {one_pairwise_tensor / 1e9:.2f} GB. Register it with sklearn_ltr.losses.register_loss("
-                f"name, function, pairwise_tensors=...) and pass its name.", UserWarning, stacklevel=4,
-            )
-
     @property
     def history_(self):
         """skorch's training history (per-epoch losses, ``valid_ndcg@10``, timings).
@@ -463,13 +401,10 @@ class NeuralRanker(NeuralParameters, BaseRanker):
     def _scoring_plan(self, X, groups):
         """``(blocks, documents)`` of :func:`~sklearn_ltr.training._predict.predict_scores` for validated rows."""
         n_samples = X.shape[0]
-        quadratic, linear = self._memory_terms(X.shape[1], training=False)
+        estimate = self._memory_estimate(X.shape[1], self.net_.device, training=False)
 
         def documents(sizes):
-            return prediction_documents(
-                owner=type(self).__name__, sizes=sizes, documents=self.net_.prediction_documents,
-                quadratic=quadratic, linear=linear, device=self.net_.device,
-            )
+            return estimate.prediction_documents(sizes, self.net_.prediction_documents)
 
         if not self._list_context:
             # A pointwise scorer has no list context: any partition of the rows scores the same, and

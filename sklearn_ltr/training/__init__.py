@@ -11,7 +11,7 @@ one job:
 ``_callbacks``              :class:`ValidationNDCG`, the validation NDCG of each epoch
 ``_precision``              the precision policy (``"32-true"``, ``"bf16-mixed"``)
 ``_device``                 ``device="auto"`` and the one "is it CUDA?" test
-``_memory``                 memory a batch needs, from the costs losses and modules declare
+``_memory``                 ``MemoryEstimate``: memory a batch needs, from declared costs
 ``_state``                  what a fitted ranker keeps: weights and configuration only
 ``_distributed``            data parallelism, a net class chosen when the net is built
 ``_checkpoint``             resumable training: an atomic checkpoint per epoch (``checkpoint_dir``)
