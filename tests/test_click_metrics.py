@@ -79,11 +79,11 @@ def test_the_true_model_has_the_lowest_perplexity_on_its_own_log(truth):
 
 @pytest.mark.parametrize(
     ("call", "message"),
-    [(lambda: click_perplexity([0, 2], [0.1, 0.2], [1, 2]), "clicks must hold 0"),
+    [(lambda: click_perplexity([0, 2], [0.1, 0.2], [1, 2]), "clicks must hold only 0 (not clicked) and 1 (clicked)"),
      (lambda: click_perplexity([0, 1], [0.1], [1, 2]), "probability must hold one predicted click probability"),
      (lambda: click_perplexity([0, 1], [0.1, 3.2], [1, 2]), "not ranking scores"),
      (lambda: click_perplexity([0, 1], [0.1, 0.2], [0, 1]), "1-based display rank"),
-     (lambda: click_perplexity([], [], []), "non-empty"),
+     (lambda: click_perplexity([], [], []), "clicks is empty"),
      (lambda: click_log_likelihood([0, 1], [0.1, 0.2], [1]), "sessions must hold one session id per impression (2)"),
      (lambda: click_log_likelihood([0, 1], [0.1, 0.2], [1, 1], per_position=True), "needs positions")],
 )  # fmt: skip

@@ -191,7 +191,7 @@ def test_click_models_clone_and_show_their_parameters(model):
      (CascadeModel(), {"positions": [1, 3, 4]}, "lacks a position above one of its rows"),
      (CascadeModel(), {"positions": [1, 1, 2]}, "share a display position"),
      (CascadeModel(), {"positions": [0, 1, 2]}, "1-based"),
-     (CascadeModel(), {"clicks": [0, 2, 1]}, "clicks must hold 0"),
+     (CascadeModel(), {"clicks": [0, 2, 1]}, "clicks must hold only 0"),
      (CascadeModel(), {"y": [0, 1.5, 1]}, "whole-number")],
 )  # fmt: skip
 def test_bad_input_names_the_argument(model, kwargs, message):

@@ -234,9 +234,9 @@ def test_ips_dcg_is_unbiased_and_the_naive_estimate_is_not():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"clicks": [0, 2, 1]}, "clicks must hold 0 .* or 1 .*got 2"),
-        ({"clicks": [0, -1, 1]}, "clicks must hold 0"),
-        ({"clicks": [0.0, 0.5, 1.0]}, "got 0.5"),
+        ({"clicks": [0, 2, 1]}, "clicks must hold only 0 .* and 1 .*got values such as 2"),
+        ({"clicks": [0, -1, 1]}, "clicks must hold only 0"),
+        ({"clicks": [0.0, 0.5, 1.0]}, "got values such as 0.5"),
         ({"clicks": [[0, 1, 1]]}, "clicks must be a 1-D array"),
         ({"clicks": ["a", "b", "c"]}, "clicks must be a 1-D array of 0/1"),
         ({"y_score": [0.1, np.nan, 0.3]}, "y_score contains NaN"),

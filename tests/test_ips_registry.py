@@ -108,7 +108,7 @@ def test_compare_rankings_needs_the_propensities_of_an_ips_metric(log):
         compare_rankings(clicks, scores["base"], scores["good"], groups, metric="ndcg", propensity=propensity)
     with pytest.raises(ValueError, match="propensity has 3 values but clicks has"):
         compare_rankings(clicks, scores["base"], scores["good"], groups, metric="ips_dcg", propensity=[1.0] * 3)
-    with pytest.raises(ValueError, match="clicks must hold 0"):
+    with pytest.raises(ValueError, match="clicks must hold only 0"):
         compare_rankings(clicks * 2, scores["base"], scores["good"], groups, metric="ips_dcg", propensity=propensity)
 
 

@@ -138,7 +138,8 @@ def test_propensity_errors_name_the_fix(click_log):
     X, clicks, qid, propensity = click_log
     with pytest.raises(ValueError, match="takes no click weights: use loss='sigmoid_ce'"):
         RankNetRanker(loss="lambdarank", max_epochs=1).fit(X, clicks, qid, propensity=propensity)
-    with pytest.raises(ValueError, match="y must hold clicks"):
+    with pytest.raises(ValueError, match=r"y must hold only 0 \(not clicked\) and 1 \(clicked\); got values such as "
+                                         r"2\. propensity=\.\.\. weighs clicks: fit graded relevance labels without"):
         RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks * 2, qid, propensity=propensity)
     with pytest.raises(ValueError, match="look like inverse-propensity weights"):
         RankNetRanker(loss="sigmoid_ce", max_epochs=1).fit(X, clicks, qid, propensity=1 / propensity)

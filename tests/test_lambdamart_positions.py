@@ -146,7 +146,7 @@ def test_only_relative_query_weights_matter(click_log):
 
 
 @pytest.mark.parametrize(("change", "match"), [
-    ({"value": 0}, r"1-based display ranks \(1 = top\); got 0\. Add 1 to 0-based"),
+    ({"value": 0}, r"1-based display ranks; got a value of 0 \(< 1\)\. Add 1 to 0-based"),
     ({"value": -3}, "1-based display ranks"),
     ({"value": np.nan}, "missing positions"),
     ({"value": 2.5}, "whole-number display ranks 1, 2, 3, ...; got 2.5"),

@@ -267,11 +267,11 @@ def test_sample_weight_counts_like_repeated_rows(small_log):
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"clicks": [1, 0, 2, 0]}, "clicks must hold 0 or 1"),
+    ({"clicks": [1, 0, 2, 0]}, "clicks must hold only 0 .* and 1 "),
     ({"clicks": [1, 0, np.nan, 0]}, "clicks contains NaN"),
     ({"clicks": [1, 0, 1]}, "positions has 4 entries but clicks has 3"),
     ({"positions": [0, 1, 1, 2]}, "positions are 1-based"),
-    ({"positions": [1, 1.5, 1, 2]}, "positions must be whole numbers"),
+    ({"positions": [1, 1.5, 1, 2]}, "positions must be whole-number display ranks"),
     ({"positions": [1, np.nan, 1, 2]}, "positions contains NaN"),
     ({"groups": [0, 0, 0]}, "groups has 3 entries but clicks has 4"),
     ({"documents": [0, 0, 1]}, "documents has 3 entries but clicks has 4"),
@@ -317,7 +317,7 @@ def test_harvesting_names_positions_that_nothing_links_to_position_one():
     ({"tol": 0}, "tol must be a number > 0"),
     ({"relevance_params": {"objective": "binary"}}, "cannot change the objective"),
     ({"relevance_params": {"n_estimators": 5}}, "as 'num_iterations'"),
-    ({"clicks": [1, 0, 1, 0, 1, 2]}, "clicks must hold 0 or 1"),
+    ({"clicks": [1, 0, 1, 0, 1, 2]}, "clicks must hold only 0 .* and 1 "),
 ])
 def test_em_errors_name_the_argument(change, message):
     args = {"X": np.zeros((6, 2)), "clicks": [1, 0, 1, 0, 1, 1], "positions": [1, 2, 1, 2, 1, 2],

@@ -183,7 +183,7 @@ def test_positions_no_document_ties_to_position_one_are_named():
     ({"tol": 0}, "tol must be a number > 0"),
     ({"n_iter": 0}, "n_iter must be an integer >= 1"),
     ({"documents": [0, 0, 0]}, "documents has 3 entries but clicks has 4"),
-    ({"clicks": [1, 0, 2, 1]}, "clicks must hold 0 or 1"),
+    ({"clicks": [1, 0, 2, 1]}, "clicks must hold only 0 .* and 1 "),
     ({"n_bootstrap": -1}, "n_bootstrap must be an integer >= 0"),
 ])
 def test_errors_name_the_argument(change, message):

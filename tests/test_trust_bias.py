@@ -308,7 +308,7 @@ def test_affine_of_refuses_bad_positions(trust_log):
     clicks, positions, query, document, _ = trust_log
     estimate = estimate_trust_bias_em(clicks[:4000], positions[:4000], query[:4000], document[:4000],
                                       max_position=4, n_iter=3)
-    with pytest.raises(ValueError, match="1-based integer display positions"):
+    with pytest.raises(ValueError, match=r"positions are 1-based display ranks; got a value of 0 \(< 1\)"):
         estimate.affine_of([0, 1])
 
 

@@ -16,6 +16,11 @@
   (examination and the click rates of relevant and non-relevant documents); its
   :class:`TrustBiasEstimate`'s ``affine_of(positions)`` gives each row's pair.
 
+- :func:`simulate_click_log` and :func:`simulate_clicks`: simulated click logs under the click
+  models (:class:`PositionBasedModel`, the cascade family); :func:`check_clicks` and
+  :func:`check_positions`: the checks of a log's clicks and display positions that every
+  estimator, metric and click-trained ranker applies.
+
 Every estimator returns a :class:`PropensityEstimate` (per-position propensities relative to
 position 1 with a bootstrap band); its ``propensity_of(positions)`` gives each row's propensity.
 
@@ -42,13 +47,20 @@ from sklearn_ltr.clicks._cascade_models import (
     DynamicBayesianNetwork,
     UserBrowsingModel,
 )
+from sklearn_ltr.clicks._checks import check_clicks, check_positions
 from sklearn_ltr.clicks._click_models import ClickModel, PositionBasedModel
 from sklearn_ltr.clicks._document_em import estimate_propensity_document_em
 from sklearn_ltr.clicks._em import estimate_propensity_em
 from sklearn_ltr.clicks._estimate import PropensityEstimate
 from sklearn_ltr.clicks._harvesting import estimate_propensity_harvesting
 from sklearn_ltr.clicks._interventions import estimate_propensity_swap
-from sklearn_ltr.clicks._simulation import SimulatedClickLog, simulate_click_log
+from sklearn_ltr.clicks._simulation import (
+    SimulatedClickLog,
+    click_probability,
+    observation_propensity,
+    simulate_click_log,
+    simulate_clicks,
+)
 from sklearn_ltr.clicks._trust_em import TrustBiasEstimate, estimate_trust_bias_em
 from sklearn_ltr.clicks._weights import (
     PROPENSITY_CLIP,
@@ -72,7 +84,10 @@ __all__ = [
     "UserBrowsingModel",
     "affine_click_weights",
     "check_affine",
+    "check_clicks",
+    "check_positions",
     "check_propensity",
+    "click_probability",
     "click_weights",
     "estimate_propensity_document_em",
     "estimate_propensity_em",
@@ -80,5 +95,7 @@ __all__ = [
     "estimate_propensity_swap",
     "estimate_trust_bias_em",
     "inverse_propensity_weights",
+    "observation_propensity",
     "simulate_click_log",
+    "simulate_clicks",
 ]

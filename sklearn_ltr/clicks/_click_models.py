@@ -26,6 +26,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
 from sklearn_ltr._groups import QueryGroups
+from sklearn_ltr.clicks._checks import check_clicks, check_positions
 
 __all__ = ["PositionBasedModel"]
 
@@ -67,30 +68,6 @@ def relevance_probability(y, y_max):
     if y_max <= 0:
         return np.zeros_like(y)
     return (np.exp2(y - y_max) - np.exp2(-y_max)) / -np.expm1(-y_max * np.log(2.0))
-
-
-def check_positions(positions, n_samples=None, name="positions"):
-    """1-based display ranks as int64, one per row."""
-    positions = np.asarray(positions)
-    if positions.ndim != 1 or positions.dtype.kind not in "iuf" or positions.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D array of 1-based display ranks.")
-    if not np.isfinite(positions).all() or not np.array_equal(positions, np.round(positions)):
-        raise ValueError(f"{name} must hold whole-number 1-based display ranks.")
-    if (positions < 1).any():
-        raise ValueError(f"{name} are 1-based display ranks; got {positions.min():g}. Add 1 to 0-based ranks.")
-    if n_samples is not None and positions.shape[0] != n_samples:
-        raise ValueError(f"{name} has {positions.shape[0]} entries but y has {n_samples}; pass one per row.")
-    return positions.astype(np.int64)
-
-
-def check_clicks(clicks, n_samples):
-    """0/1 clicks as int64, one per row."""
-    clicks = np.asarray(clicks)
-    if clicks.ndim != 1 or clicks.shape[0] != n_samples:
-        raise ValueError(f"clicks must hold one 0/1 value per row ({n_samples}); got shape {clicks.shape}.")
-    if clicks.dtype.kind not in "biuf" or not np.isin(clicks, (0, 1)).all():
-        raise ValueError("clicks must hold 0 (not clicked) or 1 (clicked) for every row.")
-    return clicks.astype(np.int64)
 
 
 def generator(random_state):
@@ -184,14 +161,14 @@ class ClickModel(BaseEstimator):
     def _inputs(self, y, positions, sessions, y_max, clicks=None):
         self._check_params()
         y = check_grades(y)
-        positions = check_positions(positions, y.shape[0])
+        positions = check_positions(positions, y.shape[0], against="y")
         y_max = check_y_max(y, y_max)
         layout = None  # the position-based model needs the pages only to check them
         if self._sequential or sessions is not None:
             layout = PageLayout(positions, sessions, contiguous=self._sequential)
         out = [relevance_probability(y, y_max), positions, layout]
         if clicks is not None:
-            out.append(check_clicks(clicks, y.shape[0]))
+            out.append(check_clicks(clicks, y.shape[0], against="y").astype(np.int64))
         return out
 
     def marginal_click_probability(self, y, positions, sessions=None, *, y_max=None):

@@ -29,6 +29,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ltr._groups import check_groups
+from sklearn_ltr._params import check_int
+from sklearn_ltr.clicks._checks import position_counts
 from sklearn_ltr.clicks._em import run_em
 from sklearn_ltr.clicks._estimate import (
     PropensityEstimate,
@@ -36,7 +38,6 @@ from sklearn_ltr.clicks._estimate import (
     _as_1d,
     _listing,
     check_confidence,
-    check_int,
     check_log,
     percentile_band,
     run_bootstrap,
@@ -73,8 +74,8 @@ def item_codes(codes, documents):
 
 def start(clicks, buckets, weights, items, max_position):
     """Initial ``(theta, gamma)``: click rates of the positions relative to the highest one, and of the documents."""
-    shown = np.bincount(buckets - 1, weights, minlength=max_position)
-    ctr = np.bincount(buckets - 1, weights * clicks, minlength=max_position) / shown
+    shown, clicked = position_counts(buckets, clicks, weights, max_position=max_position)
+    ctr = clicked / shown
     theta = np.clip(ctr / ctr.max(), _EPS, 1.0)
     gamma = DocumentRelevance(items)(np.clip(clicks / theta[buckets - 1], 0, 1), weights)
     return theta, np.clip(gamma, 1e-3, 1 - 1e-3)
@@ -301,10 +302,10 @@ def estimate_propensity_document_em(clicks, positions, groups, documents, *, max
     replicates = run_bootstrap(lambda w: fit(w, theta)[0], codes, n_queries, weights, n_bootstrap=n_bootstrap,
                                rng=rng, max_position=max_position)
     lower, upper, failed = percentile_band(replicates, confidence) if n_bootstrap else (None, None, 0)
+    n_shown, n_clicks = position_counts(buckets, clicks, weights, max_position=max_position)
     return PropensityEstimate(
         method="document_em", positions=np.arange(1, max_position + 1), propensity=theta,
         lower=lower, upper=upper, confidence=confidence,
-        n_shown=np.bincount(buckets - 1, weights, minlength=max_position),
-        n_clicks=np.bincount(buckets - 1, weights * clicks, minlength=max_position),
+        n_shown=n_shown, n_clicks=n_clicks,
         n_iter=iterations, converged=converged, bootstrap=replicates, n_bootstrap_failed=failed, details=details,
     )

@@ -44,12 +44,13 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array
 
+from sklearn_ltr._params import check_int
 from sklearn_ltr._validation import check_features
+from sklearn_ltr.clicks._checks import position_counts
 from sklearn_ltr.clicks._estimate import (
     PropensityEstimate,
     ReplicateError,
     check_confidence,
-    check_int,
     check_log,
     percentile_band,
     run_bootstrap,
@@ -106,8 +107,7 @@ def run_em(clicks, buckets, weights, fit_relevance, theta, gamma, *, n_iter, tol
     propensity :math:`\\theta_k / \\theta_1` moved by more than ``tol`` in an iteration (after the first).
     """
     max_position = theta.shape[0]
-    shown = np.bincount(buckets - 1, weights, minlength=max_position)
-    clicked = np.bincount(buckets - 1, weights * clicks, minlength=max_position)
+    shown, clicked = position_counts(buckets, clicks, weights, max_position=max_position)
     if (clicked == 0).any():
         raise ReplicateError("a position has no click")
     history = []
@@ -237,8 +237,8 @@ class BoostedRelevance:
 
 def _start(clicks, buckets, weights, max_position):
     """Initial ``(theta, gamma)``: click rates relative to the highest one, and a constant relevance."""
-    shown = np.bincount(buckets - 1, weights, minlength=max_position)
-    ctr = np.bincount(buckets - 1, weights * clicks, minlength=max_position) / shown
+    shown, clicked = position_counts(buckets, clicks, weights, max_position=max_position)
+    ctr = clicked / shown
     theta = np.clip(ctr / ctr.max(), _EPS, 1.0)
     gamma = np.full(clicks.shape[0], np.clip(ctr.max(), 1e-3, 1 - 1e-3))
     return theta, gamma
@@ -437,11 +437,11 @@ def estimate_propensity_em(X, clicks, positions, groups, *, max_position=20, n_i
     replicates = run_bootstrap(replicate, codes, n_queries, weights, n_bootstrap=n_bootstrap, rng=rng,
                                max_position=max_position)
     lower, upper, failed = percentile_band(replicates, confidence) if n_bootstrap else (None, None, 0)
+    n_shown, n_clicks = position_counts(buckets, clicks, weights, max_position=max_position)
     return PropensityEstimate(
         method="regression_em", positions=np.arange(1, max_position + 1), propensity=theta / theta[0],
         lower=lower, upper=upper, confidence=confidence,
-        n_shown=np.bincount(buckets - 1, weights, minlength=max_position),
-        n_clicks=np.bincount(buckets - 1, weights * clicks, minlength=max_position),
+        n_shown=n_shown, n_clicks=n_clicks,
         n_iter=iterations, converged=converged, bootstrap=replicates, n_bootstrap_failed=failed,
         details={"log_likelihood": np.asarray(history), "theta_1": float(theta[0])},
     )

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sklearn_ltr._groups import check_groups
+from sklearn_ltr._params import check_int
+from sklearn_ltr.clicks._checks import check_clicks, check_positions, position_counts
 
 __all__ = ["PropensityEstimate"]
 
@@ -117,7 +119,7 @@ class PropensityEstimate:
         propensity : ndarray of float64 of shape (n_samples,)
             Values in (0, 1].
         """
-        bucket = bucket_positions(check_positions(positions, None), self.max_position)
+        bucket = bucket_positions(check_positions(positions), self.max_position)
         return np.minimum(self.propensity[bucket - 1], 1.0)
 
     def __repr__(self):
@@ -143,41 +145,6 @@ def _as_1d(values, name, n_samples):
     return values
 
 
-def check_clicks(clicks):
-    """Clicks as a float64 array of 0 and 1."""
-    values = _as_1d(clicks, "clicks", None)
-    if values.size == 0:
-        raise ValueError("clicks is empty; a click log needs at least one row.")
-    if values.dtype.kind not in "biuf":
-        raise ValueError(f"clicks must hold 0 (not clicked) or 1 (clicked); got dtype {values.dtype}.")
-    values = values.astype(np.float64)
-    if np.isnan(values).any():
-        raise ValueError("clicks contains NaN; every shown document is either clicked (1) or not (0).")
-    if not np.isin(values, (0.0, 1.0)).all():
-        bad = values[~np.isin(values, (0.0, 1.0))][0]
-        raise ValueError(f"clicks must hold 0 or 1 only; got {bad:g}. Pass one click indicator per shown "
-                         f"document (aggregate counts are not supported: repeat the row per session).")
-    return values
-
-
-def check_positions(positions, n_samples):
-    """Positions as an int64 array of whole numbers >= 1."""
-    values = _as_1d(positions, "positions", n_samples)
-    if values.dtype.kind not in "iuf":
-        raise ValueError(f"positions must hold 1-based display positions (whole numbers >= 1); got dtype "
-                         f"{values.dtype}.")
-    if values.dtype.kind == "f":
-        if np.isnan(values).any():
-            raise ValueError("positions contains NaN; every shown document needs its display position.")
-        if not np.isfinite(values).all() or not np.array_equal(values, np.round(values)):
-            bad = values[~np.isfinite(values) | (values != np.round(values))][0]
-            raise ValueError(f"positions must be whole numbers (1-based display ranks); got {bad:g}.")
-    if values.size and values.min() < 1:
-        raise ValueError(f"positions are 1-based display ranks (>= 1); got {values.min():g}. Add 1 to 0-based "
-                         f"positions.")
-    return values.astype(np.int64)
-
-
 def check_sample_weight(sample_weight, n_samples):
     """Non-negative finite row weights (ones when None)."""
     if sample_weight is None:
@@ -190,12 +157,6 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("sample_weight must hold finite weights >= 0 (e.g. 1 / keep for the non-clicked rows "
                          "kept by a down-sampling with probability keep).")
     return values
-
-
-def check_int(value, name, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
-    return int(value)
 
 
 def check_confidence(confidence):
@@ -218,13 +179,12 @@ def check_log(clicks, positions, groups, *, max_position, sample_weight=None):
     """
     clicks = check_clicks(clicks)
     n = clicks.shape[0]
-    positions = check_positions(positions, n)
+    positions = check_positions(positions, n, against="clicks")
     groups = check_groups(groups, n, against="clicks")
     max_position = check_int(max_position, "max_position", 1)
     weights = check_sample_weight(sample_weight, n)
     buckets = bucket_positions(positions, max_position)
-    shown = np.bincount(buckets - 1, weights, minlength=max_position)
-    clicked = np.bincount(buckets - 1, weights * clicks, minlength=max_position)
+    shown, clicked = position_counts(buckets, clicks, weights, max_position=max_position)
     missing = np.flatnonzero(clicked == 0) + 1
     if missing.size:
         what = "never shown" if (shown[missing - 1] == 0).all() else "shown but never clicked"

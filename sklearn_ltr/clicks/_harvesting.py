@@ -31,13 +31,14 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ltr._groups import check_groups
+from sklearn_ltr._params import check_int
+from sklearn_ltr.clicks._checks import position_counts
 from sklearn_ltr.clicks._estimate import (
     PropensityEstimate,
     ReplicateError,
     _as_1d,
     _listing,
     check_confidence,
-    check_int,
     check_log,
     percentile_band,
     run_bootstrap,
@@ -252,11 +253,11 @@ def estimate_propensity_harvesting(clicks, positions, groups, documents, *, max_
     replicates = run_bootstrap(lambda w: fit(w)[0], codes, n_queries, weights, n_bootstrap=n_bootstrap, rng=rng,
                                max_position=max_position)
     lower, upper, failed = percentile_band(replicates, confidence) if n_bootstrap else (None, None, 0)
+    n_shown, n_clicks = position_counts(buckets, clicks, weights, max_position=max_position)
     return PropensityEstimate(
         method="intervention_harvesting", positions=np.arange(1, max_position + 1), propensity=propensity,
         lower=lower, upper=upper, confidence=confidence,
-        n_shown=np.bincount(buckets - 1, weights, minlength=max_position),
-        n_clicks=np.bincount(buckets - 1, weights * clicks, minlength=max_position),
+        n_shown=n_shown, n_clicks=n_clicks,
         n_iter=1, converged=True, bootstrap=replicates, n_bootstrap_failed=failed,
         details={"n_documents": n_documents},
     )

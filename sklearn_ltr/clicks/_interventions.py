@@ -25,12 +25,13 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ltr._groups import check_groups
+from sklearn_ltr._params import check_int
+from sklearn_ltr.clicks._checks import position_counts
 from sklearn_ltr.clicks._estimate import (
     PropensityEstimate,
     ReplicateError,
     _as_1d,
     check_confidence,
-    check_int,
     check_log,
     percentile_band,
     run_bootstrap,
@@ -184,11 +185,11 @@ def estimate_propensity_swap(clicks, positions, groups, pairs, *, max_position=2
     replicates = run_bootstrap(fit, codes, n_queries, weights, n_bootstrap=n_bootstrap, rng=rng,
                                max_position=max_position)
     lower, upper, failed = percentile_band(replicates, confidence) if n_bootstrap else (None, None, 0)
+    n_shown, n_clicks = position_counts(buckets, clicks, weights, max_position=max_position)
     return PropensityEstimate(
         method="swap_interventions", positions=np.arange(1, max_position + 1), propensity=propensity,
         lower=lower, upper=upper, confidence=confidence,
-        n_shown=np.bincount(buckets - 1, weights, minlength=max_position),
-        n_clicks=np.bincount(buckets - 1, weights * clicks, minlength=max_position),
+        n_shown=n_shown, n_clicks=n_clicks,
         n_iter=1, converged=True, bootstrap=replicates, n_bootstrap_failed=failed,
         details={"n_interventions": n_interventions},
     )

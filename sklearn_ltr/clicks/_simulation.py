@@ -1,4 +1,10 @@
-"""One click-log simulator: result pages of a logging ranker, clicked under a click model."""
+"""One click-log simulator: result pages of a logging ranker, clicked under a click model.
+
+:func:`simulate_click_log` writes multi-session, top-k and down-sampled logs under any click model;
+:func:`simulate_clicks` is its one-page position-based case (also exported by
+:mod:`sklearn_ltr.datasets`), with the model's two factors :func:`observation_propensity` and
+:func:`click_probability`.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,11 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 from sklearn_ltr._groups import QueryGroups, order_within_groups
+from sklearn_ltr._params import check_int
+from sklearn_ltr.clicks._checks import check_positions
 from sklearn_ltr.clicks._click_models import (
     ClickModel,
     PageLayout,
@@ -19,7 +28,7 @@ from sklearn_ltr.clicks._click_models import (
     relevance_probability,
 )
 
-__all__ = ["SimulatedClickLog", "simulate_click_log"]
+__all__ = ["SimulatedClickLog", "click_probability", "observation_propensity", "simulate_click_log", "simulate_clicks"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,12 +76,6 @@ class SimulatedClickLog:
         return int(self.rows.shape[0])
 
 
-def _check_int(value, name, low, fix):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}{fix}; got {value!r}.")
-    return int(value)
-
-
 def _check_scores(scores, n):
     scores = np.asarray(scores)
     if scores.ndim != 1 or scores.shape[0] != n:
@@ -93,7 +96,7 @@ def display_positions(key, qg, rng):
 
 
 def simulate_click_log(y, groups, *, click_model=None, scores=None, w=1.0, sessions=1, top_k=None,
-                       keep_non_clicked=1.0, y_max=None, random_state=None):
+                       keep_non_clicked=1.0, y_max=None, position_rule=None, random_state=None):
     """Simulate a click log: ``sessions`` result pages of every query, clicked under a click model.
 
     In each session every query's documents are ranked by a logging ranker: by ``scores``
@@ -105,10 +108,10 @@ def simulate_click_log(y, groups, *, click_model=None, scores=None, w=1.0, sessi
     kept with probability ``keep_non_clicked`` and weighted ``1 / keep_non_clicked``.
 
     The random draws, per session: the noise ``U`` (unless ``scores`` are given), a random
-    permutation for the ties, the click model's draws, then the down-sampling draws (only when
-    ``keep_non_clicked < 1``). With the default :class:`PositionBasedModel` (``eta=1``), no
-    ``top_k`` and ``keep_non_clicked=1``, each session is exactly one call of
-    :func:`sklearn_ltr.datasets.simulate_clicks` with the same generator.
+    permutation for the ties (or the draws of ``position_rule``), the click model's draws, then the
+    down-sampling draws (only when ``keep_non_clicked < 1``). With the default
+    :class:`PositionBasedModel` (``eta=1``), no ``top_k`` and ``keep_non_clicked=1``, each session
+    is exactly one call of :func:`simulate_clicks` with the same generator.
 
     Parameters
     ----------
@@ -132,6 +135,13 @@ def simulate_click_log(y, groups, *, click_model=None, scores=None, w=1.0, sessi
         Probability of keeping a non-clicked impression in the log.
     y_max : float, default=None
         Highest possible grade (the range of ``U`` and the normaliser of ``r``); defaults to ``y.max()``.
+    position_rule : callable, default=None
+        How a session's logging scores become display positions: ``position_rule(scores, groups, rng)``
+        with ``scores`` the float64 logging score of every row, ``groups`` the query ids and ``rng``
+        the session's Generator, returning the 1-based position of every row (each position at most
+        once per query). None gives each row its rank in the logging ordering, ties at random. A rule
+        serves studies of logs whose positions are not the logging ranks (e.g. a protocol that
+        misassigns them).
     random_state : int, RandomState or Generator, default=None
         Seed. An int seeds ``numpy.random.default_rng(random_state)``; a Generator is drawn from
         (and advanced).
@@ -169,15 +179,18 @@ def simulate_click_log(y, groups, *, click_model=None, scores=None, w=1.0, sessi
     groups = np.asarray(groups)
     w = check_unit(w, "w")
     y_max = check_y_max(y, y_max)
-    n_sessions = _check_int(sessions, "sessions", 1, " (result pages per query)")
+    n_sessions = check_int(sessions, "sessions", 1, fix=" (result pages per query)")
     if top_k is not None:
-        top_k = _check_int(top_k, "top_k", 1, " (or None to show every position)")
+        top_k = check_int(top_k, "top_k", 1, fix=" (or None to show every position)")
     if isinstance(keep_non_clicked, bool) or not isinstance(keep_non_clicked, numbers.Real) \
             or not 0 < keep_non_clicked <= 1:
         raise ValueError(f"keep_non_clicked must be a probability in (0, 1] (1 keeps every impression); "
                          f"got {keep_non_clicked!r}.")
     if scores is not None:
         scores = _check_scores(scores, n)
+    if position_rule is not None and not callable(position_rule):
+        raise ValueError(f"position_rule must be None or a callable (scores, groups, rng) -> positions; got "
+                         f"{position_rule!r}.")
     if click_model is None:
         click_model = PositionBasedModel()
     if not isinstance(click_model, ClickModel):
@@ -191,7 +204,11 @@ def simulate_click_log(y, groups, *, click_model=None, scores=None, w=1.0, sessi
     parts = []
     for s in range(n_sessions):
         key = scores if scores is not None else w * y + (1 - w) * rng.uniform(0, y_max, n)
-        positions = display_positions(key, qg, rng)
+        if position_rule is None:
+            positions = display_positions(key, qg, rng)
+        else:
+            positions = check_positions(position_rule(key, groups, rng), n, name="the positions of position_rule",
+                                        against="y")
         rows = np.arange(n) if top_k is None else np.flatnonzero(positions <= top_k)
         positions = positions[rows]
         layout = _layout(click_model, positions, codes[rows])
@@ -211,3 +228,143 @@ def _layout(click_model, positions, page_codes):
     if not click_model._sequential:
         return None  # the position-based model needs no page structure
     return PageLayout(positions, page_codes, contiguous=True)
+
+
+def observation_propensity(positions):
+    """Probability that a user examines a result at a display position: ``1 / position``.
+
+    The position-based examination model of Joachims et al. (2017) with severity 1,
+    the one :func:`simulate_clicks` uses. Its inverse is the inverse-propensity weight of
+    a click at that position.
+
+    Parameters
+    ----------
+    positions : array-like of int
+        1-based display ranks.
+
+    Returns
+    -------
+    propensity : ndarray of float64, same shape as ``positions``
+
+    References
+    ----------
+    T. Joachims, A. Swaminathan and T. Schnabel, "Unbiased Learning-to-Rank with Biased
+    Feedback", WSDM 2017.
+
+    Examples
+    --------
+    >>> from sklearn_ltr.clicks import observation_propensity
+    >>> observation_propensity([1, 2, 4])
+    array([1.  , 0.5 , 0.25])
+    >>> 1 / observation_propensity([1, 2, 4])  # inverse-propensity weights of clicks there
+    array([1., 2., 4.])
+    """
+    return PositionBasedModel(eta=1.0).examination(positions)
+
+
+def click_probability(y, *, epsilon=0.1, y_max=None):
+    """Probability that an examined document is clicked: ``eps + (1 - eps) * (2**y - 1) / (2**y_max - 1)``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Non-negative integer relevance labels.
+    epsilon : float, default=0.1
+        Click noise: the click probability of an examined irrelevant document.
+    y_max : float, default=None
+        Highest possible grade; defaults to ``y.max()`` (pass 4 for MSLR's 0-4 labels).
+        When ``y_max`` is 0 every examined document is clicked with probability ``epsilon``.
+
+    Returns
+    -------
+    probability : ndarray of float64 of shape (n_samples,)
+
+    References
+    ----------
+    Y. Zhang, L. Yan, Z. Qin, H. Zhuang, J. Shen, X. Wang, M. Bendersky and M. Najork,
+    "Towards Disentangling Relevance and Bias in Unbiased Learning to Rank", KDD 2023.
+
+    Examples
+    --------
+    >>> from sklearn_ltr.clicks import click_probability
+    >>> click_probability([0, 1, 4], y_max=4)
+    array([0.1 , 0.16, 1.  ])
+    """
+    y = check_grades(y)
+    epsilon = check_unit(epsilon, "epsilon")
+    return epsilon + (1 - epsilon) * relevance_probability(y, check_y_max(y, y_max))
+
+
+def simulate_clicks(y, groups, *, w=1.0, epsilon=0.1, y_max=None, random_state=None):
+    """Simulate one result page per query and its clicks under a position-based model.
+
+    The simulation of Zhang et al. (KDD 2023) on MSLR-WEB30K. In each query the documents
+    are displayed in descending order of ``w * y + (1 - w) * U`` with
+    ``U ~ Uniform(0, y_max)`` drawn per document (``w = 1`` sorts by relevance, ``w = 0``
+    shuffles; ties are broken uniformly at random). A document at 1-based position ``p``
+    is examined with probability ``1 / p`` (:func:`observation_propensity`), and an examined
+    document is clicked with probability ``epsilon + (1 - epsilon) * (2**y - 1) / (2**y_max - 1)``
+    (:func:`click_probability`). This is the position-based model of Craswell et al. (2008)
+    with the examination curve of Joachims et al. (2017).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Non-negative integer relevance labels, at most ``y_max``.
+    groups : array-like of shape (n_samples,)
+        Query id of each row (integers or strings, any order, rows need not be contiguous).
+    w : float in [0, 1], default=1.0
+        Weight of the label in the display ranking: the quality of the logging ranker.
+    epsilon : float in [0, 1], default=0.1
+        Click noise.
+    y_max : float, default=None
+        Highest possible grade, the upper end of ``U`` and the normaliser of the click
+        probability. Defaults to ``y.max()``; with MSLR's labels 0-4 that is the published
+        ``Uniform(0, 4)``. Pass it explicitly when a sample may lack the top grade.
+    random_state : int, RandomState or Generator, default=None
+        Seed; the same seed, labels and groups give the same positions and clicks.
+
+    Returns
+    -------
+    positions : ndarray of int64 of shape (n_samples,)
+        1-based display rank of each row within its query, in input row order; a
+        permutation of ``1 .. n_q`` in every query of ``n_q`` rows.
+    clicks : ndarray of int64 of shape (n_samples,)
+        1 where the document was clicked, else 0.
+
+    References
+    ----------
+    Y. Zhang, L. Yan, Z. Qin, H. Zhuang, J. Shen, X. Wang, M. Bendersky and M. Najork,
+    "Towards Disentangling Relevance and Bias in Unbiased Learning to Rank", KDD 2023.
+    N. Craswell, O. Zoeter, M. Taylor and B. Ramsey, "An Experimental Comparison of Click
+    Position-Bias Models", WSDM 2008.
+    T. Joachims, A. Swaminathan and T. Schnabel, "Unbiased Learning-to-Rank with Biased
+    Feedback", WSDM 2017.
+
+    Examples
+    --------
+    >>> from sklearn_ltr.clicks import simulate_clicks
+    >>> y = [0, 2, 1, 0, 1]
+    >>> groups = ["a", "a", "a", "b", "b"]
+    >>> positions, clicks = simulate_clicks(y, groups, w=1.0, random_state=0)
+    >>> positions
+    array([3, 1, 2, 2, 1])
+    >>> clicks.shape, set(clicks.tolist()) <= {0, 1}
+    ((5,), True)
+
+    With ``w=1`` a fully relevant document (``y == y_max``) is shown first, always
+    examined, and clicked with probability ``epsilon + (1 - epsilon) = 1``:
+
+    >>> import numpy as np
+    >>> y = np.tile([1, 0, 0, 0], 100)
+    >>> groups = np.repeat(np.arange(100), 4)
+    >>> positions, clicks = simulate_clicks(y, groups, random_state=0)
+    >>> bool(np.all(positions[y == 1] == 1)), float(clicks[y == 1].mean())
+    (True, 1.0)
+    """
+    check_unit(epsilon, "epsilon")
+    # An int seeds a RandomState first (the stream this function has always drawn), not default_rng directly.
+    rng = random_state if isinstance(random_state, np.random.Generator) else generator(check_random_state(random_state))
+    log = simulate_click_log(y, groups, click_model=PositionBasedModel(eta=1.0, epsilon=epsilon), w=w,
+                             y_max=y_max, random_state=rng)
+    return log.positions, log.clicks

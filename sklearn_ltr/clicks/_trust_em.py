@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sklearn_ltr._params import check_int
+from sklearn_ltr.clicks._checks import check_positions, position_counts
 from sklearn_ltr.clicks._estimate import check_log
 
 __all__ = ["TrustBiasEstimate", "estimate_trust_bias_em"]
@@ -134,10 +136,7 @@ class TrustBiasEstimate:
         affine : ndarray of float64 of shape (n_samples, 2)
             Column 0: :math:`\alpha`; column 1: :math:`\beta`.
         """
-        positions = np.asarray(positions)
-        if positions.ndim != 1 or positions.dtype.kind not in "iu" or (positions.size and positions.min() < 1):
-            raise ValueError(f"positions must be a 1-D array of 1-based integer display positions; got dtype "
-                             f"{positions.dtype}, shape {positions.shape}.")
+        positions = check_positions(positions)
         bucket = np.minimum(positions, self.max_position) - 1
         alpha = np.maximum(self.alpha[bucket], _EPS)
         beta = np.minimum(self.beta[bucket], 1.0 - alpha)
@@ -149,12 +148,6 @@ class TrustBiasEstimate:
 
         return (f"TrustBiasEstimate(positions 1..{self.max_position}: alpha={show(self.alpha)}, "
                 f"beta={show(self.beta)}, n_iter={self.n_iter}, converged={self.converged})")
-
-
-def _check_int(value, name, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
-    return int(value)
 
 
 def _document_codes(documents, query_codes, n):
@@ -175,7 +168,7 @@ def _relevance_model(X, n, query_codes, relevance_params, n_folds, random_state)
     if X.ndim != 2 or X.shape[0] != n:
         raise ValueError(f"X must be a 2-D array with one row of features per row of the log ({n} rows); got "
                          f"shape {X.shape}.")
-    n_folds = _check_int(n_folds, "n_folds", 1)
+    n_folds = check_int(n_folds, "n_folds", 1)
     rng = np.random.default_rng(random_state)
     folds = rng.integers(0, n_folds, query_codes.max() + 1)[query_codes] if n_folds > 1 else np.zeros(n, int)
     return LightGBMRelevance(X, {**_RELEVANCE_PARAMS, **(relevance_params or {})}, folds)
@@ -273,16 +266,16 @@ def estimate_trust_bias_em(clicks, positions, groups, documents=None, X=None, *,
     if (documents is None) == (X is None):
         raise ValueError("estimate_trust_bias_em needs the relevance's support: documents=... (one id per row, "
                          "documents shown at several positions) or X=... (features of each row), exactly one.")
-    max_position = _check_int(max_position, "max_position", 1)
-    n_iter = _check_int(n_iter, "n_iter", 1)
+    max_position = check_int(max_position, "max_position", 1)
+    n_iter = check_int(n_iter, "n_iter", 1)
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
         raise ValueError(f"tol must be a number >= 0; got {tol!r}.")
     clicks, buckets, query_codes, _, weights = check_log(clicks, positions, groups, max_position=max_position,
                                                          sample_weight=sample_weight)
     n = clicks.shape[0]
     position = buckets - 1
-    shown = np.bincount(position, weights, minlength=max_position)
-    ctr = np.bincount(position, weights * clicks, minlength=max_position) / shown
+    shown, clicked = position_counts(buckets, clicks, weights, max_position=max_position)
+    ctr = clicked / shown
     # Start: examination from the click rates, relevant documents clicked far more than others once seen.
     theta = np.clip(ctr / ctr.max(), 0.05, 1.0 - _EPS)
     eps_plus, eps_minus = np.full(max_position, 0.9), np.full(max_position, 0.1)

@@ -1,5 +1,8 @@
 """Ranking data: LETOR/SVMlight and LightGBM file formats, synthetic data, click simulation.
 
+The click simulation (:func:`simulate_clicks`, :func:`observation_propensity`, :func:`click_probability`)
+lives in :mod:`sklearn_ltr.clicks` and is exported here too.
+
 :data:`FILE_FORMATS` is the registry of file formats, by name: each :class:`FileFormat` holds its
 reader, writer, file name suffixes and description. :func:`read_ranking_file` reads a file of any
 of them, picking the format by name, else by its first data line or its suffix.
@@ -13,8 +16,8 @@ Examples
 ('load_svmlight_ranking', 'dump_lightgbm_ranking')
 """
 
+from sklearn_ltr.clicks import click_probability, observation_propensity, simulate_clicks
 from sklearn_ltr.datasets import _file_formats
-from sklearn_ltr.datasets._clicks import click_probability, observation_propensity, simulate_clicks
 from sklearn_ltr.datasets._dask_formats import read_svmlight_ranking_dask
 from sklearn_ltr.datasets._disk import (
     convert_ranking,

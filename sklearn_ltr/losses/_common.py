@@ -72,12 +72,6 @@ def check_k(k):
     return int(k)
 
 
-def check_int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-    return int(value)
-
-
 REDUCTIONS = ("mean", "sum", "none")
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from sklearn_ltr.losses._common import check_inputs, check_int, gumbel_noise, reduce_queries
+from sklearn_ltr._params import check_int
+from sklearn_ltr.losses._common import check_inputs, gumbel_noise, reduce_queries
 
 __all__ = ["gumbel_loss"]
 
@@ -117,7 +118,7 @@ def gumbel_loss(
     """
     if not callable(base_loss):
         raise TypeError(f"base_loss must be a callable loss; got {type(base_loss).__name__}.")
-    n_samples = check_int("n_samples", n_samples)
+    n_samples = check_int(n_samples, "n_samples")
     scores, labels, mask = check_inputs(scores, labels, mask)
     batch, length = scores.shape
     noise = gumbel_noise(scores, generator, n_samples)

@@ -6,9 +6,9 @@ import math
 
 import torch
 
+from sklearn_ltr._params import check_int
 from sklearn_ltr.losses._common import (
     check_inputs,
-    check_int,
     check_k,
     check_positive,
     discount,
@@ -138,7 +138,7 @@ def _check_options(temperature, k, sinkhorn_iters, tol):
     return (
         check_positive("temperature", temperature),
         check_k(k),
-        check_int("sinkhorn_iters", sinkhorn_iters, minimum=0),
+        check_int(sinkhorn_iters, "sinkhorn_iters", minimum=0),
         check_positive("tol", tol),
     )
 

@@ -12,17 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ltr._groups import QueryGroups
+from sklearn_ltr.clicks import check_clicks, check_positions
 
 __all__ = ["click_log_likelihood", "click_perplexity"]
 
 
 def _check_log(clicks, probability):
-    clicks = np.asarray(clicks)
+    clicks = check_clicks(clicks)
     probability = np.asarray(probability)
-    if clicks.ndim != 1 or clicks.size == 0:
-        raise ValueError(f"clicks must be a non-empty 1-D array of 0/1 clicks; got shape {clicks.shape}.")
-    if clicks.dtype.kind not in "biuf" or not np.isin(clicks, (0, 1)).all():
-        raise ValueError("clicks must hold 0 (not clicked) or 1 (clicked) for every impression.")
     if probability.shape != clicks.shape:
         raise ValueError(f"probability must hold one predicted click probability per click ({clicks.shape[0]}); "
                          f"got shape {probability.shape}.")
@@ -30,15 +27,7 @@ def _check_log(clicks, probability):
             or probability.min() < 0 or probability.max() > 1:
         raise ValueError("probability must hold click probabilities in [0, 1] (e.g. a click model's "
                          "conditional_click_probability), not ranking scores.")
-    return clicks.astype(np.float64), probability.astype(np.float64)
-
-
-def _check_positions(positions, n):
-    positions = np.asarray(positions)
-    if positions.shape != (n,) or positions.dtype.kind not in "iuf" or not np.isfinite(positions).all() \
-            or not np.array_equal(positions, np.round(positions)) or positions.min() < 1:
-        raise ValueError(f"positions must hold one 1-based display rank per click ({n}); add 1 to 0-based ranks.")
-    return positions.astype(np.int64)
+    return clicks, probability.astype(np.float64)
 
 
 def _log_terms(clicks, probability, log):
@@ -117,7 +106,7 @@ def click_log_likelihood(clicks, probability, sessions, positions=None, *, per_p
     if per_position:
         if positions is None:
             raise ValueError("per_position=True needs positions: the 1-based display rank of each impression.")
-        return _per_position_mean(terms, _check_positions(positions, clicks.shape[0]))
+        return _per_position_mean(terms, check_positions(positions, clicks.shape[0], against="clicks"))
     return float(terms.sum() / qg.n_queries)
 
 
@@ -170,6 +159,6 @@ def click_perplexity(clicks, probability, positions, *, per_position=False):
     1.8164
     """
     clicks, probability = _check_log(clicks, probability)
-    positions = _check_positions(positions, clicks.shape[0])
+    positions = check_positions(positions, clicks.shape[0], against="clicks")
     per_k = np.exp2(-_per_position_mean(_log_terms(clicks, probability, np.log2), positions))
     return per_k if per_position else float(np.nanmean(per_k))

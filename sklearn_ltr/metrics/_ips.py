@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ltr._validation import check_scores
-from sklearn_ltr.clicks import PROPENSITY_CLIP, affine_click_weights, inverse_propensity_weights
+from sklearn_ltr.clicks import PROPENSITY_CLIP, affine_click_weights, check_clicks, inverse_propensity_weights
 from sklearn_ltr.metrics._dcg import _row_discounts, _scaled_dcg_per_query, _scaled_ideal_dcg_per_query
 from sklearn_ltr.metrics._lists import RankedLists, mean_over_queries, per_query_with_empty
 from sklearn_ltr.metrics._params import check_metric_params
@@ -32,26 +32,9 @@ from sklearn_ltr.metrics._params import check_metric_params
 __all__ = ["ips_dcg_per_query", "ips_dcg_score", "ips_ndcg_per_query", "ips_ndcg_score"]
 
 
-def _check_clicks(clicks):
-    """``clicks`` as a float64 vector of 0s and 1s, or a ``ValueError`` naming it."""
-    if hasattr(clicks, "to_numpy"):
-        clicks = clicks.to_numpy()
-    values = np.asarray(clicks)
-    if values.ndim != 1 or values.dtype.kind not in "biuf":
-        raise ValueError(f"clicks must be a 1-D array of 0/1 click indicators, one per logged row; got dtype "
-                         f"{values.dtype} and shape {values.shape}.")
-    values = values.astype(np.float64)
-    bad = ~((values == 0) | (values == 1))
-    if bad.any():
-        raise ValueError(f"clicks must hold 0 (not clicked) or 1 (clicked) in every row; got {values[bad][0]:g}. "
-                         f"Pass the click indicators of the log, not relevance grades or click counts (a document "
-                         f"shown twice in a query's log is two rows).")
-    return values
-
-
 def _checked_log(clicks, y_score, groups, propensity):
     """``(clicks, y_score)`` checked, with the lengths of ``groups`` and ``propensity`` against them."""
-    clicks = _check_clicks(clicks)
+    clicks = check_clicks(clicks)
     n_samples = clicks.shape[0]
     y_score = check_scores(y_score, None, name="y_score")
     if y_score.shape[0] != n_samples:

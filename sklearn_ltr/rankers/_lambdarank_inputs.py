@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from sklearn_ltr._blocks import canonical_query_order
 from sklearn_ltr._groups import check_query_weights
+from sklearn_ltr.clicks import check_positions as check_display_positions
 
 __all__ = [
     "DEFAULT_LABEL_GAIN_SIZE",
@@ -195,35 +196,13 @@ def check_positions(positions, n_samples):
     LightGBM treats positions as categories: it numbers the distinct values in order of first
     appearance (``Metadata::SetPosition``) and learns one bias per value, so any whole numbers
     work; 1-based display ranks are the convention of this library (``simulate_clicks``,
-    ``TwoTowerDebiasedRanker``) and are passed unchanged.
+    ``TwoTowerDebiasedRanker``) and are passed unchanged. The checks are those of
+    :func:`sklearn_ltr.clicks.check_positions`, plus LightGBM's two limits.
     """
-    if hasattr(positions, "to_numpy"):
-        positions = positions.to_numpy()
-    positions = np.asarray(positions)
-    if positions.dtype.kind not in "biuf" or positions.ndim != 1:
-        raise ValueError(
-            f"positions must be a 1-D array of whole numbers, the 1-based display rank of each row (1 = top); "
-            f"got dtype {positions.dtype} and shape {positions.shape}. LightGBM learns one bias per distinct "
-            f"position, so bias features (2-D) need TwoTowerDebiasedRanker."
-        )
-    if positions.shape[0] != n_samples:
-        raise ValueError(
-            f"positions has {positions.shape[0]} entries but X has {n_samples} rows; pass the display "
-            f"position of every row of X (in the same order)."
-        )
-    if positions.dtype.kind == "f":
-        if not np.isfinite(positions).all():
-            raise ValueError(
-                "positions contains NaN or infinite values (missing positions); every row needs the position "
-                "at which it was shown (drop rows that were not shown)."
-            )
-        if not np.array_equal(positions, np.round(positions)):
-            bad = positions[positions != np.round(positions)][0]
-            raise ValueError(f"positions must be whole-number display ranks 1, 2, 3, ...; got {bad:g}.")
-    if positions.shape[0] and positions.min() < 1:
-        raise ValueError(
-            f"positions are 1-based display ranks (1 = top); got {positions.min():g}. Add 1 to 0-based positions."
-        )
+    if np.ndim(positions) == 2:
+        raise ValueError("positions must be 1-D, the 1-based display rank of each row (1 = top): LightGBM learns "
+                         "one bias per distinct position, so bias features (2-D) need TwoTowerDebiasedRanker.")
+    positions = check_display_positions(positions, n_samples)
     if positions.shape[0] and positions.max() > np.iinfo(np.int32).max:
         raise ValueError(f"positions must be below 2**31 (LightGBM stores int32); got {positions.max():g}.")
     return positions.astype(np.int32)

@@ -21,7 +21,7 @@ from skorch.callbacks import EarlyStopping, ProgressBar
 from sklearn_ltr._blocks import check_finite_scores, query_blocks
 from sklearn_ltr._groups import check_query_weights
 from sklearn_ltr.base import BaseRanker, resolve_groups
-from sklearn_ltr.clicks import click_weights
+from sklearn_ltr.clicks import check_clicks, click_weights
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
@@ -323,12 +323,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         (:func:`sklearn_ltr.clicks.affine_click_weights`), which the losses read as ``[batch, list, 2]``.
         """
         weights = click_weights(propensity, n_samples=n_samples)
-        if not np.isin(y, (0.0, 1.0)).all():
-            raise ValueError(
-                "propensity weights clicks: with propensity=..., y must hold clicks, 1 (clicked) and 0 (shown, "
-                f"not clicked); got values such as {np.unique(y[~np.isin(y, (0.0, 1.0))])[:5].tolist()}. Fit graded "
-                "relevance labels without propensity."
-            )
+        check_clicks(y, name="y", fix="propensity=... weighs clicks: fit graded relevance labels without propensity.")
         loss = self._loss_function()
         try:
             takes = "click_weights" in inspect.signature(loss).parameters

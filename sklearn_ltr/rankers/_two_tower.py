@@ -10,8 +10,7 @@ import torch
 from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_ltr._validation import check_relevance
-from sklearn_ltr.clicks import PROPENSITY_CLIP
+from sklearn_ltr.clicks import PROPENSITY_CLIP, check_clicks, check_positions
 from sklearn_ltr.nn import ACTIVATIONS
 from sklearn_ltr.nn._two_tower import TwoTowerScorer
 from sklearn_ltr.nn._two_tower_loss import COMBINATIONS, REVERSAL_TARGETS, TwoTowerClickLoss
@@ -69,14 +68,6 @@ class _DataParallelTwoTowerNet(DataParallelMixin, _TwoTowerNet):
     """:class:`_TwoTowerNet` trained data-parallel (``distributed=True`` under a launcher)."""
 
 
-def _check_clicks(y):
-    y = check_relevance(y, name="y (clicks)")
-    if not np.isin(y, (0.0, 1.0)).all():
-        bad = np.unique(y[~np.isin(y, (0.0, 1.0))])[:5].tolist()
-        raise ValueError(f"y (clicks) must hold only 0 (not clicked) and 1 (clicked); got values such as {bad}.")
-    return y
-
-
 def _check_positions(positions, n_samples, *, n_bias_features="any"):
     """Validated positions: ``(n,)`` float 1-based ranks or ``(n, d)`` float bias features."""
     if hasattr(positions, "to_numpy"):
@@ -92,17 +83,14 @@ def _check_positions(positions, n_samples, *, n_bias_features="any"):
             f"positions has {positions.shape[0]} rows but X (and groups) has {n_samples}; "
             f"pass one display position (or one row of bias features) per row of X."
         )
-    if not np.isfinite(positions).all():
-        raise ValueError("positions contains NaN or infinite values (missing positions); every row needs one.")
     width = None if positions.ndim == 1 else positions.shape[1]
     if n_bias_features != "any" and width != n_bias_features:
         raise ValueError(f"positions has {'1-D' if width is None else f'{width}-column'} values, but the model "
                          f"was fitted with {'1-D positions' if n_bias_features is None else n_bias_features}.")
     if width is None:
-        if (positions < 1).any():
-            raise ValueError(f"positions are 1-based display ranks; got a value of {positions.min():g} (< 1).")
-        if not np.array_equal(positions, np.round(positions)):
-            raise ValueError("positions must be whole-number display ranks 1, 2, 3, ...; got fractional values.")
+        return check_positions(positions, n_samples).astype(np.float32)
+    if not np.isfinite(positions).all():
+        raise ValueError("positions contains NaN or infinite values (missing positions); every row needs one.")
     return positions.astype(np.float32)
 
 
@@ -408,7 +396,7 @@ class TwoTowerDebiasedRanker(NeuralRanker):
         return self._fit(X, y, groups, sample_weight=sample_weight, positions=positions, validation=validation)
 
     def _prepare_training(self, X, y, query_groups, extras):
-        clicks = _check_clicks(y)
+        clicks = check_clicks(y, name="y (clicks)")
         positions = extras["positions"]
         if positions is None:
             warnings.warn("positions=None: every row is taken as shown at position 1, so nothing is debiased. "
