@@ -3,10 +3,11 @@
 The comparison of Zhang et al. (KDD 2023) as published by the public reproduction
 ``yng87/unbiased-ltr`` rests on a click simulation whose display positions are not the
 ranks of the documents in the logging ordering (:func:`reference_positions`). This
-module holds both position rules, the click model they share, the negative
-down-sampling, a small MQ2008 five-fold loader, and a plain-torch trainer that follows
-that repository's training set-up (:func:`fit_reference`), so that
-``bench_debias_protocols.py`` can train the *same* models on both protocols.
+module holds both position rules (the clicks of either are drawn by
+:func:`sklearn_ltr.clicks.simulate_click_log`, the reference rule passed as its
+``position_rule``), the negative down-sampling, a small MQ2008 five-fold loader, and a
+plain-torch trainer that follows that repository's training set-up (:func:`fit_reference`),
+so that ``bench_debias_protocols.py`` can train the *same* models on both protocols.
 
 The code is written from the description of the set-up, not copied from the repository.
 """
@@ -23,7 +24,7 @@ from sklearn.preprocessing import StandardScaler
 from torch import nn
 
 from sklearn_ltr.clicks import PositionBasedModel, simulate_click_log
-from sklearn_ltr.datasets import click_probability, load_svmlight_ranking
+from sklearn_ltr.datasets import load_svmlight_ranking
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.nn import gradient_reversal
 
@@ -36,8 +37,8 @@ __all__ = [
     "downsample_negatives",
     "fit_reference",
     "load_mq2008_fold",
-    "reference_clicks",
     "reference_positions",
+    "reference_rule",
     "shuffle_within_queries",
     "true_rank_positions",
 ]
@@ -117,17 +118,21 @@ def shuffle_within_queries(qid, rng):
 # ------------------------------------------------------------------ position rules
 
 
-def _logging_order(labels, qid, w, rng, y_max):
-    """Rows sorted by query, then by descending logging score ``w*y + (1-w)*U(0, y_max)``.
+def _logging_score(labels, w, rng, y_max):
+    """The logging ranker's score of every row, ``w * y + (1 - w) * Uniform(0, y_max)`` (one noise draw per row)."""
+    labels = np.asarray(labels, dtype=np.float64)
+    return w * labels + (1 - w) * rng.uniform(0, y_max, len(labels))
+
+
+def _logging_order(score, qid, rng):
+    """Rows sorted by query, then by descending logging ``score``.
 
     Returns ``(by_row, by_score, start)``: rows of each query in row order, the same
     queries' rows best first (random tie-breaking), and the first index of each row's
     query block within those arrays.
     """
-    labels = np.asarray(labels, dtype=np.float64)
     qid = np.asarray(qid)
-    n = len(labels)
-    score = w * labels + (1 - w) * rng.uniform(0, y_max, n)
+    n = len(score)
     by_row = np.lexsort((np.arange(n), qid))
     by_score = np.lexsort((rng.random(n), -score, qid))
     sorted_qid = qid[by_row]
@@ -169,7 +174,7 @@ def true_rank_positions(labels, qid, w, rng, y_max):
     >>> true_rank_positions([0, 2, 1, 0], [7, 7, 7, 7], 1.0, np.random.default_rng(0), 2)
     array([4, 1, 2, 3])
     """
-    by_row, by_score, start = _logging_order(labels, qid, w, rng, y_max)
+    by_row, by_score, start = _logging_order(_logging_score(labels, w, rng, y_max), qid, rng)
     positions = np.empty(len(by_row), dtype=np.int64)
     positions[by_score] = np.arange(len(by_row)) - start + 1
     return positions
@@ -230,45 +235,37 @@ def reference_positions(labels, qid, w, rng, y_max=4):
 
     The most relevant document (row 1) is shown third, not first.
     """
-    by_row, by_score, start = _logging_order(labels, qid, w, rng, y_max)
+    return reference_rule(_logging_score(labels, w, rng, y_max), qid, rng)
+
+
+def reference_rule(score, qid, rng):
+    """The reference positions of :func:`reference_positions` from given logging scores.
+
+    The ``position_rule`` of :func:`sklearn_ltr.clicks.simulate_click_log` for protocol (b):
+    the simulator draws the logging scores ``w * y + (1 - w) * Uniform(0, y_max)``, this rule
+    turns them into positions (ties broken at random from ``rng``).
+
+    Parameters
+    ----------
+    score : ndarray of float64 of shape (n_samples,)
+        Logging score of each row, larger ranked first.
+    qid : array-like of shape (n_samples,)
+        Query id of each row.
+    rng : numpy.random.Generator
+        Source of the tie-breaking.
+
+    Returns
+    -------
+    positions : ndarray of int64 of shape (n_samples,)
+        A permutation of ``1 .. n_q`` within each query.
+    """
+    by_row, by_score, start = _logging_order(score, qid, rng)
     n = len(by_row)
     local = np.empty(n, dtype=np.int64)
     local[by_row] = np.arange(n) - start  # index of each row among its query's rows, in row order
     positions = np.empty(n, dtype=np.int64)
     positions[by_row] = local[by_score] + 1  # k-th row of the query <- 1 + index of its k-th best row
     return positions
-
-
-def reference_clicks(labels, positions, rng, *, y_max=4, epsilon=0.1):
-    """Clicks of a position-based model: examined with probability ``1 / position``.
-
-    A row is clicked with probability
-    ``(1 / position) * (epsilon + (1 - epsilon) * (2**y - 1) / (2**y_max - 1))``, the
-    model of :func:`sklearn_ltr.datasets.simulate_clicks` and of the repository (which
-    draws ``binomial(1, p)``; here ``uniform < p``, the same distribution).
-
-    Parameters
-    ----------
-    labels : array-like of shape (n_samples,)
-        Integer relevance labels, at most ``y_max``.
-    positions : array-like of int of shape (n_samples,)
-        1-based display positions (not clipped: clipping only concerns the observation
-        tower's input).
-    rng : numpy.random.Generator
-        Source of the clicks.
-    y_max : float, default=4
-        Highest grade.
-    epsilon : float, default=0.1
-        Click noise.
-
-    Returns
-    -------
-    clicks : ndarray of int64 of shape (n_samples,)
-    """
-    positions = np.asarray(positions)
-    assert positions.min() >= 1
-    probability = click_probability(labels, epsilon=epsilon, y_max=y_max) / positions
-    return (rng.random(len(positions)) < probability).astype(np.int64)
 
 
 def downsample_negatives(clicks, keep, rng):
@@ -303,9 +300,9 @@ def click_log(labels, qid, *, w, protocol, sessions, rng, y_max, epsilon=0.1):
         Quality of the logging ranker.
     protocol : {"true-rank", "reference"}
         ``"true-rank"``: :func:`sklearn_ltr.clicks.simulate_click_log` with the default
-        position-based model (one :func:`sklearn_ltr.datasets.simulate_clicks` per session).
-        ``"reference"``: :func:`reference_positions` then
-        :func:`reference_clicks` (the same click model).
+        position-based model (one :func:`sklearn_ltr.clicks.simulate_clicks` per session).
+        ``"reference"``: the same simulator and click model with the positions of
+        :func:`reference_rule` (those of :func:`reference_positions`).
     sessions : int
         Result pages per query.
     rng : numpy.random.Generator
@@ -323,17 +320,12 @@ def click_log(labels, qid, *, w, protocol, sessions, rng, y_max, epsilon=0.1):
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}; got {protocol!r}.")
-    if protocol == "true-rank":  # the draws of one simulate_clicks call per session, from rng
-        log = simulate_click_log(labels, qid, click_model=PositionBasedModel(eta=1.0, epsilon=epsilon), w=w,
-                                 sessions=sessions, y_max=y_max, random_state=rng)
-        return log.rows, log.positions, log.clicks, log.sessions
-    query = np.unique(qid, return_inverse=True)[1].ravel()
-    parts = []
-    for s in range(sessions):
-        positions = reference_positions(labels, qid, w, rng, y_max)
-        clicks = reference_clicks(labels, positions, rng, y_max=y_max, epsilon=epsilon)
-        parts.append((np.arange(len(labels)), positions, clicks, query * sessions + s))
-    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+    # true-rank: the draws of one simulate_clicks call per session, from rng; reference: the same noise
+    # and tie-breaking draws, the positions of reference_rule.
+    log = simulate_click_log(labels, qid, click_model=PositionBasedModel(eta=1.0, epsilon=epsilon), w=w,
+                             sessions=sessions, y_max=y_max, position_rule=None if protocol == "true-rank" else
+                             reference_rule, random_state=rng)
+    return log.rows, log.positions, log.clicks, log.sessions
 
 
 # ----------------------------------------------------------------- reference trainer
