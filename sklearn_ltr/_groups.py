@@ -15,7 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["QueryGroups", "check_groups", "check_query_weights", "order_within_groups"]
+__all__ = ["QueryGroups", "as_query_groups", "check_groups", "check_query_weights", "order_within_groups"]
 
 
 def check_groups(groups, n_samples, *, name="groups", against="X"):
@@ -248,6 +248,36 @@ class QueryGroups:
         selected = np.zeros(self.n_queries, dtype=bool)
         selected[np.asarray(query_index)] = True
         return np.flatnonzero(selected[self.codes])
+
+
+def as_query_groups(groups, n_samples, *, name="groups", against="y_true"):
+    """The :class:`QueryGroups` of ``groups``: per-row ids, or a grouping built once and reused.
+
+    Parameters
+    ----------
+    groups : array-like of shape (n_samples,), QueryGroups or object with a ``query_groups`` attribute
+        Per-row query ids (validated and encoded now), or a prebuilt :class:`QueryGroups`
+        (or an evaluator holding one), used as it is when it describes ``n_samples`` rows.
+    n_samples : int
+        Number of rows the grouping must describe.
+    name : str, default="groups"
+        Argument name used in error messages.
+    against : str, default="y_true"
+        Name of the array whose rows the ids describe, for error messages.
+
+    Returns
+    -------
+    query_groups : QueryGroups
+    """
+    prebuilt = groups if isinstance(groups, QueryGroups) else getattr(groups, "query_groups", None)
+    if not isinstance(prebuilt, QueryGroups):
+        return QueryGroups(groups, n_samples, against=against)
+    if prebuilt.n_samples != n_samples:
+        raise ValueError(
+            f"{name} is a grouping built for {prebuilt.n_samples} rows but {against} has {n_samples} rows; "
+            f"build it from the query ids of these rows."
+        )
+    return prebuilt
 
 
 def check_query_weights(sample_weight, query_groups):

@@ -3,7 +3,10 @@ r"""Ranking metrics over many queries at once, and routing-aware scorers.
 All metrics take ``(y_true, y_score, groups)`` with one query id per row, sort
 all rows once by ``(query, -score)`` and never loop over queries in Python.
 Each returns the mean over queries (:func:`swapped_pairs` the total count);
-:func:`ndcg_per_query` gives one value per query.
+:func:`ndcg_per_query` gives one value per query. To evaluate many score vectors on the
+same queries (early stopping, a search, a comparison of rankers), build a
+:class:`RankingEvaluator` once and pass it as ``groups``: the grouping, the gains and the
+ideal DCG are then not recomputed, and the values are the same.
 
 Counterfactual metrics estimate a ranking's DCG and NDCG from a click log instead of labels:
 :func:`ips_dcg_score` (unbiased) and :func:`ips_ndcg_score` (self-normalised), with
@@ -63,6 +66,7 @@ from sklearn_ltr.metrics._binary import average_precision_score, mrr_score, prec
 from sklearn_ltr.metrics._cascade import err_score
 from sklearn_ltr.metrics._click_models import click_log_likelihood, click_perplexity
 from sklearn_ltr.metrics._dcg import dcg_score, ndcg_per_query, ndcg_score
+from sklearn_ltr.metrics._evaluator import RankingEvaluator
 from sklearn_ltr.metrics._ips import ips_dcg_per_query, ips_dcg_score, ips_ndcg_per_query, ips_ndcg_score
 from sklearn_ltr.metrics._pairs import swapped_pairs
 from sklearn_ltr.metrics._registry import (
@@ -96,6 +100,7 @@ __all__ = [
     "METRICS",
     "Metric",
     "NDCGScorer",
+    "RankingEvaluator",
     "RankingScorer",
     "SignificanceResult",
     "SignificanceTable",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ltr._groups import order_within_groups
+from sklearn_ltr._validation import check_relevance, check_scores
 from sklearn_ltr.metrics._gains import EXPONENTIAL_LABEL_LIMIT, GAIN_RATIOS, gain_of
 from sklearn_ltr.metrics._lists import (
     RankedLists,
@@ -22,6 +23,7 @@ from sklearn_ltr.metrics._lists import (
     per_query_with_empty,
 )
 from sklearn_ltr.metrics._params import check_metric_params
+from sklearn_ltr.metrics._prepared import PreparedQueries, prepared_queries
 
 __all__ = ["dcg_score", "ndcg_per_query", "ndcg_score"]
 
@@ -137,8 +139,123 @@ def _dcg_per_query(lists, gain, k, ties):
     return dcg
 
 
+def _prepared_ndcg_parts(prepared, gain, k):
+    """``(padded_gains, ideal, empty)`` of prepared queries for a gain and cut-off, computed once."""
+    lists = prepared.label_lists()
+    # The reference label of each query (its largest), when plain gains are not exact.
+    scale = prepared.cached(
+        "scale", lambda: None if _small_integer_grades(lists) else per_query_max(lists.labels, lists)
+    )
+
+    def padded_gains():
+        groups = prepared.query_groups
+        row_gains = _gains(prepared.y_true, gain, None if scale is None else scale[groups.codes])
+        cells, size = prepared.layout()
+        padded = np.zeros(groups.n_queries * size)
+        padded[cells] = row_gains
+        return padded.reshape(groups.n_queries, size)
+
+    def parts():
+        ideal = _scaled_ideal_dcg_per_query(lists, gain, k, scale)
+        empty = ideal <= 0.0 if scale is None else scale <= 0.0
+        return prepared.cached(("gains", gain), padded_gains), ideal, empty
+
+    return prepared.cached(("ndcg", gain, k), parts)
+
+
+def _prepared_ndcg_values(prepared, y_score, k, gain, ties):
+    """``(ratio, empty)`` per query of prepared queries, as from per-row ids; None without a layout.
+
+    The gains and the ideal DCG come from the labels' cache; the scores are ranked within
+    each query's row of the ``[n_queries, max_size]`` layout (a segmented sort of short
+    lists instead of one sort of all rows), and only the candidates for the top ``k``.
+    """
+    layout = prepared.layout()
+    if layout is None:
+        return None
+    cells, size = layout
+    n_queries = prepared.n_queries
+    scores = check_scores(y_score, prepared.n_samples, name="y_score")
+    gains, ideal, empty = _prepared_ndcg_parts(prepared, gain, k)
+    # Negated scores in each query's row, padding (+inf) last; a query's cells are in
+    # input row order, so a stable sort of a row ranks tied scores in input order.
+    keys = np.full(n_queries * size, -np.inf)
+    keys[cells] = scores
+    keys = np.negative(keys, out=keys).reshape(n_queries, size)
+    if k is not None and k < size:
+        keys, gains = _top_candidates(keys, gains, k)
+    width = keys.shape[1]
+    order = np.argsort(keys, axis=1)
+    sorted_keys = np.take_along_axis(keys, order, axis=1)
+    # Tied (finite) scores next to each other: the order among them is the sort's own.
+    tied = (sorted_keys[:, 1:] == sorted_keys[:, :-1]) & np.isfinite(sorted_keys[:, 1:])
+    table = _discount_table(size, k)[:width]
+    discount = np.broadcast_to(table, (n_queries, width))
+    if tied.any():
+        if ties == "stable":
+            order = np.argsort(keys, axis=1, kind="stable")
+        else:
+            # Tied documents share the mean discount of the positions they occupy.
+            starts = np.ones((n_queries, width), dtype=bool)
+            starts[:, 1:] = ~tied
+            runs = np.cumsum(starts.ravel()) - 1
+            mean = np.bincount(runs, weights=discount.ravel()) / np.bincount(runs)
+            discount = mean[runs].reshape(n_queries, width)
+    # Only positions with a non-zero discount add to the DCG.
+    used = int(np.flatnonzero(discount.any(axis=0))[-1]) + 1 if discount.any() else 1
+    top = np.take_along_axis(gains, order[:, :used], axis=1)
+    # Summed position by position within each query, as the sum over sorted rows does.
+    rows = np.repeat(np.arange(n_queries), used)
+    dcg = np.bincount(rows, weights=(top * discount[:, :used]).ravel(), minlength=n_queries)
+    ratio = np.divide(dcg, ideal, out=np.zeros_like(dcg), where=~empty)
+    return ratio, empty
+
+
+def _top_candidates(keys, gains, k):
+    """The rows that can rank in the top ``k`` of each query: ``(keys, gains)`` of shape ``[n_queries, width]``.
+
+    A row ranks in the top ``k`` only if its key is at most the ``k``-th smallest of its query
+    (found by a partition, no sort); every row tied with that one is kept, so that a run of
+    tied scores across the cut-off is whole. Rows keep their input order within a query.
+    """
+    n_queries, size = keys.shape
+    kth = np.partition(keys, k - 1, axis=1)[:, k - 1]
+    keep = (keys <= kth[:, None]) & (keys < np.inf)
+    counts = keep.sum(axis=1)
+    width = max(int(counts.max()), k)
+    if width * 2 > size:  # many ties at the cut-off: the whole rows
+        return keys, gains
+    flat = np.flatnonzero(keep)
+    # Each kept cell's place in the [n_queries, width] layout, rows in their input order.
+    starts = np.cumsum(counts) - counts
+    place = np.arange(flat.shape[0]) + np.repeat(np.arange(n_queries) * width - starts, counts)
+    top_keys = np.full(n_queries * width, np.inf)
+    top_keys[place] = keys.ravel()[flat]
+    top_gains = np.zeros(n_queries * width)
+    top_gains[place] = gains.ravel()[flat]
+    top_keys, top_gains = top_keys.reshape(n_queries, width), top_gains.reshape(n_queries, width)
+    return top_keys, top_gains
+
+
 def _ndcg_values(y_true, y_score, groups, k, gain, ties):
-    """``(lists, ndcg, empty)``: NDCG of each query, and which queries have no relevant document."""
+    """``(lists, ndcg, empty)``: NDCG of each query, and which queries have no relevant document.
+
+    ``lists`` has the sorted query ids as ``ids``. With a grouping built once (a
+    ``RankingEvaluator`` or ``QueryGroups`` as ``groups``), the evaluator's cached gains and
+    ideal DCG give the same values without sorting all rows.
+    """
+    prepared = prepared_queries(y_true, groups)
+    if prepared is None:
+        # Per-row ids: the same computation on queries prepared for this one call, so that the
+        # values are identical whether or not a grouping is reused.
+        y_true = check_relevance(y_true, name="y_true")
+        check_scores(y_score, y_true.shape[0], name="y_score")
+        prepared = PreparedQueries(y_true, groups)
+    if prepared is not None:
+        values = _prepared_ndcg_values(prepared, y_score, k, gain, ties)
+        if values is not None:
+            return prepared.query_groups, *values
+        y_true, groups = prepared.y_true, prepared.query_groups
     lists = RankedLists(y_true, y_score, groups, stable=ties == "stable")
     if _small_integer_grades(lists):
         # Grades 0, 1, 2, ...: plain gains are exact and their sums finite.

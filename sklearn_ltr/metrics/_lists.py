@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sklearn_ltr._groups import QueryGroups, order_within_groups
+from sklearn_ltr._groups import as_query_groups, order_within_groups
 from sklearn_ltr._validation import check_relevance, check_scores
 
 __all__ = [
@@ -31,8 +31,9 @@ class RankedLists:
         Non-negative relevance grades.
     y_score : array-like of shape (n_samples,)
         Finite predicted scores, higher ranks first.
-    groups : array-like of shape (n_samples,)
-        Query id of each row (integers or strings, any order).
+    groups : array-like of shape (n_samples,) or RankingEvaluator
+        Query id of each row (integers or strings, any order), or a grouping built once
+        for these rows (a ``QueryGroups`` or a :class:`~sklearn_ltr.metrics.RankingEvaluator`).
     stable : bool, default=True
         Order tied scores by input row order. With ``False`` the tie order is
         arbitrary (faster); only use it when ties are averaged afterwards.
@@ -55,8 +56,20 @@ class RankedLists:
     def __init__(self, y_true, y_score, groups, *, stable=True):
         y_true = check_relevance(y_true, name="y_true")
         y_score = check_scores(y_score, y_true.shape[0], name="y_score")
-        query_groups = QueryGroups(groups, y_true.shape[0], against="y_true")
-        order = order_within_groups(query_groups.codes, y_score, stable=stable)
+        query_groups = as_query_groups(groups, y_true.shape[0], against="y_true")
+        self._fill(y_true, y_score, query_groups, order_within_groups(query_groups.codes, y_score, stable=stable))
+
+    @classmethod
+    def by_query(cls, y_true, query_groups):
+        """Rows sorted by query only, input order inside each (as if every score were equal).
+
+        ``y_true`` must be checked labels (float64) with one entry per row of ``query_groups``.
+        """
+        lists = cls.__new__(cls)
+        lists._fill(y_true, np.zeros(y_true.shape[0]), query_groups, query_groups.order)
+        return lists
+
+    def _fill(self, y_true, y_score, query_groups, order):
         self.n_queries = query_groups.n_queries
         self.ids = query_groups.ids
         self.sizes = query_groups.sizes

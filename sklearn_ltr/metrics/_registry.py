@@ -30,7 +30,7 @@ from sklearn_ltr.metrics._pairs import swapped_pairs
 from sklearn_ltr.metrics._params import CONSTRAINTS
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, check_parameters
 
-__all__ = ["METRICS", "Metric", "get_metric", "parse_metric", "register_metric", "unregister_metric"]
+__all__ = ["METRICS", "Metric", "get_metric", "is_builtin", "parse_metric", "register_metric", "unregister_metric"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,6 +258,15 @@ _ALIASES = {alias: metric.name for metric in _BUILTIN for alias in metric.aliase
 
 #: Read-only view of the registry, canonical name -> :class:`Metric`, in registration order.
 METRICS = MappingProxyType(_REGISTRY)
+
+
+def is_builtin(metric):
+    """Whether ``metric`` (a :class:`Metric`) is one of the package's own, whose functions take a prebuilt grouping.
+
+    The package's metrics accept a :class:`~sklearn_ltr.metrics.RankingEvaluator` (or a
+    ``QueryGroups``) as ``groups``; a metric registered outside it takes per-row ids only.
+    """
+    return any(metric is builtin for builtin in _BUILTIN)
 
 
 def _spellings(per_query=False, inputs=None):

@@ -8,11 +8,15 @@ rankers need; these scorers pass it to both.
 from __future__ import annotations
 
 import inspect
+import threading
+from collections import OrderedDict
 from typing import ClassVar
 
+import numpy as np
 from sklearn.utils.metadata_routing import MetadataRequest
 
-from sklearn_ltr.metrics._registry import METRICS, get_metric
+from sklearn_ltr.metrics._evaluator import RankingEvaluator
+from sklearn_ltr.metrics._registry import METRICS, get_metric, is_builtin
 from sklearn_ltr.utils._sklearn_compat import Satisfies, _routing_enabled, check_parameters
 
 __all__ = ["NDCGScorer", "RankingScorer", "ips_ndcg_scorer", "make_ranking_scorer", "ndcg_scorer"]
@@ -63,6 +67,14 @@ def _no_input_message(name, metric, missing):
                    f"fit. ")
     return (f"{name} needs the {missing} of every test row for the {metric!r} metric (one value per row), but got "
             f"none. " + context + f"Called directly, use scorer(estimator, X, clicks, groups=qid, {missing}=...).")
+
+
+#: Test folds whose evaluator a scorer keeps: a search scores the same folds once per candidate.
+_CACHED_FOLDS = 5
+
+
+def _as_array(values):
+    return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
 
 
 def _predict_accepts_groups(estimator):
@@ -213,8 +225,40 @@ class RankingScorer:
             y_score = estimator.predict(X, groups=groups)
         else:
             y_score = estimator.predict(X)
+        if is_builtin(record):
+            evaluator = self._evaluator(y_true, groups)
+            y_true, groups = evaluator.y_true, evaluator
         value = record.score(y_true, y_score, groups, **inputs, **self._metric_kwargs())
         return value if record.higher_is_better else -value
+
+    def _evaluator(self, y_true, groups):
+        """The :class:`RankingEvaluator` of a test fold, built once and found again by content.
+
+        A search scores every candidate on the same folds, each time with new copies of the
+        fold's arrays: the key is their content (compared in full), not their identity.
+        """
+        labels, ids = _as_array(y_true), _as_array(groups)
+        lock = self.__dict__.setdefault("_cache_lock", threading.Lock())
+        with lock:
+            cache = self.__dict__.setdefault("_evaluators", OrderedDict())
+            for key, (cached_labels, cached_ids, evaluator) in cache.items():
+                if (cached_ids.shape == ids.shape and cached_ids.dtype == ids.dtype and np.array_equal(cached_ids, ids)
+                        and np.array_equal(cached_labels, labels)):
+                    cache.move_to_end(key)
+                    return evaluator
+        evaluator = RankingEvaluator(labels, ids)
+        with lock:
+            cache[id(evaluator)] = (labels.copy(), ids.copy(), evaluator)
+            while len(cache) > _CACHED_FOLDS:
+                cache.popitem(last=False)
+        return evaluator
+
+    def __getstate__(self):
+        # The evaluators of past folds (and the lock) stay with this process.
+        state = dict(self.__dict__)
+        state.pop("_evaluators", None)
+        state.pop("_cache_lock", None)
+        return state
 
     def get_metadata_routing(self):
         """Request ``groups``, and the metric's per-row inputs, for scoring (scikit-learn metadata routing)."""

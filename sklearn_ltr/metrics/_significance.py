@@ -34,7 +34,8 @@ import numpy as np
 
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr._validation import check_relevance, check_scores
-from sklearn_ltr.metrics._registry import get_metric
+from sklearn_ltr.metrics._evaluator import RankingEvaluator
+from sklearn_ltr.metrics._registry import get_metric, is_builtin
 from sklearn_ltr.metrics._significance_inputs import (
     TESTS,
     check_per_query,
@@ -358,7 +359,12 @@ def compare_rankings(
 
     y_true = check_relevance(y_true, name="y_true")
     n_samples = y_true.shape[0]
-    QueryGroups(groups, n_samples, against="y_true")  # validates groups before any scoring
+    # Validates groups before any scoring; every ranker is then scored on this one grouping.
+    if is_builtin(record):
+        evaluator = RankingEvaluator(y_true, groups)
+        y_true, groups = evaluator.y_true, evaluator
+    else:
+        QueryGroups(groups, n_samples, against="y_true")
     baseline = check_scores(baseline, n_samples, name="baseline")
     names, systems, labels = split_systems(others)
     systems = [check_scores(scores, n_samples, name=label) for scores, label in zip(systems, labels, strict=True)]

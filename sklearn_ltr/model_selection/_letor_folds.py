@@ -22,7 +22,8 @@ from sklearn.utils import Bunch
 
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr.datasets import load_svmlight_ranking
-from sklearn_ltr.metrics import get_metric
+from sklearn_ltr.metrics import RankingEvaluator, get_metric
+from sklearn_ltr.metrics._registry import is_builtin
 from sklearn_ltr.utils._sklearn_compat import check_parameters
 
 __all__ = ["evaluate_letor_folds", "letor_fold_parts", "load_letor_fold"]
@@ -385,9 +386,15 @@ def evaluate_letor_folds(
     names = [record.spelling(c) for c in ks]
     columns = {"fold": [], "query_id": [], **{name: [] for name in names}}
     fold_results = []
+    reusable = is_builtin(record)  # the package's metrics take a grouping built once
     for fold in folds:
         train, vali, test = _assemble(parts, fold, dense=True)
         kwargs = _fit_kwargs(fit_params, vali)
+        # Every candidate is scored on the same validation queries: group them once.
+        vali_labels, vali_groups = vali[1], vali[2]
+        if reusable:
+            evaluator = RankingEvaluator(vali[1], vali[2])
+            vali_labels, vali_groups = evaluator.y_true, evaluator
         best, best_index, vali_scores, fit_times = None, 0, [], []
         for index, params in enumerate(candidates):
             model = make(vali, params)
@@ -395,7 +402,8 @@ def evaluate_letor_folds(
             model.fit(train[0], train[1], groups=train[2], **kwargs)
             fit_times.append(time.perf_counter() - start)
             scores = model.predict(vali[0], groups=vali[2])
-            vali_scores.append(float(record.score(vali[1], scores, vali[2], **cut(select_k), **metric_params)))
+            vali_scores.append(float(record.score(vali_labels, scores, vali_groups, **cut(select_k),
+                                                  **metric_params)))
             if best is None or sign * vali_scores[-1] > sign * vali_scores[best_index]:
                 best, best_index = model, index
             if verbose:
@@ -403,9 +411,13 @@ def evaluate_letor_folds(
                       f"{vali_scores[-1]:.4f} ({fit_times[-1]:.1f} s)")
         X_test, y_test, g_test = test
         scores = best.predict(X_test, groups=g_test)
-        ids = QueryGroups(g_test).ids
+        test_groups = QueryGroups(g_test)
+        ids = test_groups.ids
         columns["fold"].append(np.full(ids.size, fold))
         columns["query_id"].append(ids)
+        if reusable:  # several cut-offs of the same test queries
+            evaluator = RankingEvaluator(y_test, test_groups)
+            y_test, g_test = evaluator.y_true, evaluator
         for name, cutoff in zip(names, ks, strict=True):
             columns[name].append(record.per_query(y_test, scores, g_test, **cut(cutoff), **metric_params))
         fold_results.append({

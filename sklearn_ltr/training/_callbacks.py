@@ -129,7 +129,7 @@ class ValidationNDCG(Callback):
         return self.name_ or f"valid_ndcg@{self.k}"
 
     def initialize(self):
-        self.dataset_ = None
+        self.dataset_ = self.evaluator_ = None
         if self.X is not None:
             from sklearn_ltr._groups import QueryGroups
             from sklearn_ltr.training._batches import QueryDataset
@@ -144,6 +144,11 @@ class ValidationNDCG(Callback):
             # depend on the order of the validation rows within a query.
             self.order_ = canonical_query_order(self.query_groups_, features, *extras.values())
             self.dataset_ = QueryDataset.from_arrays(self.query_groups_, features, order=self.order_, **extras)
+            # The labels and queries do not change between epochs: grouping, gains and ideal DCG are built once.
+            from sklearn_ltr.metrics import RankingEvaluator
+
+            self.evaluator_ = (RankingEvaluator(self.y, self.query_groups_) if self.propensity is None
+                               else self.query_groups_)
         return self
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
@@ -161,7 +166,7 @@ class ValidationNDCG(Callback):
 
     def on_train_end(self, net, **kwargs):
         # The float32 copy of a separate validation set is needed during training only.
-        self.dataset_ = self.query_groups_ = self.order_ = None
+        self.dataset_ = self.query_groups_ = self.order_ = self.evaluator_ = None
 
     def on_epoch_begin(self, net, **kwargs):
         self._scores, self._labels, self._groups, self._weights = [], [], [], []
@@ -211,13 +216,12 @@ class ValidationNDCG(Callback):
             scores = np.empty(len(self.order_))
             scores[self.order_] = net.score_rows(self.dataset_)  # back in input row order
             finite = np.isfinite(scores).all()
-            labels, groups = np.asarray(self.y), np.asarray(self.groups)
             if not finite:
                 value = np.nan
             elif self.propensity is not None:  # a click log: the IPS estimate (see the class docstring)
-                value = ips_dcg_score(labels, scores, groups, self.propensity, k=self.k)
+                value = ips_dcg_score(np.asarray(self.y), scores, self.evaluator_, self.propensity, k=self.k)
             else:
-                value = ndcg_score(labels, scores, groups, k=self.k)
+                value = ndcg_score(self.evaluator_.y_true, scores, self.evaluator_, k=self.k)
             net.history.record(self.name, float(value))
             return
         totals = net.reduce_sum(self._held_out_totals())
