@@ -166,7 +166,7 @@ def test_uneven_query_sizes_fall_back_to_sorting():
     y = rng.integers(0, 3, size=groups.size).astype(float)
     scores = np.round(rng.normal(size=groups.size), 1)
     evaluator = RankingEvaluator(y, groups)
-    assert evaluator.layout() is None
+    assert evaluator._layout() is None
     assert evaluator.score(scores, "ndcg@10") == ndcg_score(y, scores, groups, k=10)
 
 

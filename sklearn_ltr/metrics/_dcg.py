@@ -141,16 +141,16 @@ def _dcg_per_query(lists, gain, k, ties):
 
 def _prepared_ndcg_parts(prepared, gain, k):
     """``(padded_gains, ideal, empty)`` of prepared queries for a gain and cut-off, computed once."""
-    lists = prepared.label_lists()
+    lists = prepared._label_lists()
     # The reference label of each query (its largest), when plain gains are not exact.
-    scale = prepared.cached(
+    scale = prepared._cached(
         "scale", lambda: None if _small_integer_grades(lists) else per_query_max(lists.labels, lists)
     )
 
     def padded_gains():
         groups = prepared.query_groups
         row_gains = _gains(prepared.y_true, gain, None if scale is None else scale[groups.codes])
-        cells, size = prepared.layout()
+        cells, size = prepared._layout()
         padded = np.zeros(groups.n_queries * size)
         padded[cells] = row_gains
         return padded.reshape(groups.n_queries, size)
@@ -158,9 +158,9 @@ def _prepared_ndcg_parts(prepared, gain, k):
     def parts():
         ideal = _scaled_ideal_dcg_per_query(lists, gain, k, scale)
         empty = ideal <= 0.0 if scale is None else scale <= 0.0
-        return prepared.cached(("gains", gain), padded_gains), ideal, empty
+        return prepared._cached(("gains", gain), padded_gains), ideal, empty
 
-    return prepared.cached(("ndcg", gain, k), parts)
+    return prepared._cached(("ndcg", gain, k), parts)
 
 
 def _prepared_ndcg_values(prepared, y_score, k, gain, ties):
@@ -170,7 +170,7 @@ def _prepared_ndcg_values(prepared, y_score, k, gain, ties):
     each query's row of the ``[n_queries, max_size]`` layout (a segmented sort of short
     lists instead of one sort of all rows), and only the candidates for the top ``k``.
     """
-    layout = prepared.layout()
+    layout = prepared._layout()
     if layout is None:
         return None
     cells, size = layout

@@ -61,7 +61,7 @@ class RankingEvaluator(PreparedQueries):
     -----
     A metric given an evaluator as ``groups`` checks that ``y_score`` has one score per
     row of it, and raises a ``ValueError`` naming ``groups`` otherwise. When ``y_true`` is
-    not the evaluator's own array (:attr:`y_true`), it is compared with the labels the
+    not the evaluator's own array (``y_true``), it is compared with the labels the
     evaluator was built with; different labels still give the right value (only the
     grouping is reused), at the cost of preparing them again.
 
@@ -118,7 +118,7 @@ class RankingEvaluator(PreparedQueries):
         return record.score(self.y_true, y_score, groups, **options)
 
     def per_query(self, y_score, metric="ndcg", **options):
-        """One value of a metric per query, in :attr:`ids` order.
+        """One value of a metric per query, in ``ids`` order.
 
         Parameters
         ----------

@@ -44,17 +44,17 @@ class PreparedQueries:
     def n_queries(self):
         return self.query_groups.n_queries
 
-    def cached(self, key, compute):
+    def _cached(self, key, compute):
         """``compute()``, computed once per ``key`` (values that depend on the labels only)."""
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
 
-    def label_lists(self):
-        """The labels sorted by query (:class:`RankedLists` with all scores equal), built once."""
-        return self.cached("lists", lambda: RankedLists.by_query(self.y_true, self.query_groups))
+    def _label_lists(self):
+        """The labels sorted by query (``RankedLists`` with all scores equal), built once."""
+        return self._cached("lists", lambda: RankedLists.by_query(self.y_true, self.query_groups))
 
-    def layout(self):
+    def _layout(self):
         """``(cells, max_size)``: each row's cell in a ``[n_queries, max_size]`` array, or None if too sparse."""
 
         def compute():
@@ -64,7 +64,7 @@ class PreparedQueries:
                 return None
             return groups.codes.astype(np.intp) * size + groups.positions, size
 
-        return self.cached("layout", compute)
+        return self._cached("layout", compute)
 
 
 def prepared_queries(y_true, groups):
