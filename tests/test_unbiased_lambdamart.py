@@ -340,8 +340,10 @@ def test_position_bias_is_searchable(click_log):
     ({}, {"positions": True, "propensity": True}, ValueError, "either positions .* or propensity"),
     ({}, {"propensity": "zero"}, ValueError, r"propensity must hold examination probabilities in \(0, 1\]"),
     ({}, {"propensity": "short"}, ValueError, "propensity has 5 values but X has"),
-    ({}, {"propensity": True, "graded": True}, ValueError, "y must hold clicks, 1 .clicked. and 0"),
-    ({"position_bias": "unbiased_lambdamart"}, {"positions": True, "graded": True}, ValueError, "y must hold clicks"),
+    ({}, {"propensity": True, "graded": True}, ValueError,
+     r"y must hold only 0 \(not clicked\) and 1 \(clicked\); got values such as .*graded relevance"),
+    ({"position_bias": "unbiased_lambdamart"}, {"positions": True, "graded": True}, ValueError,
+     r"y must hold only 0 \(not clicked\) and 1"),
 ])
 def test_bad_input(click_log, params, fit_args, error, match):
     X, clicks, sessions, positions = click_log

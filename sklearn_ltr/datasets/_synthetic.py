@@ -14,6 +14,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
+from sklearn_ltr._params import check_int
+
 __all__ = ["make_ranking"]
 
 #: Share of each grade 0 .. 4 in MSLR-WEB10K/30K (Qin and Liu, 2013).
@@ -130,12 +132,6 @@ def _generator(random_state):
     return np.random.default_rng(seed)
 
 
-def _check_int(value, name, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
-    return int(value)
-
-
 def _check_real(value, name, low, *, strict=False):
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
     if not ok or value < low or (strict and value == low):
@@ -181,15 +177,15 @@ def _check_params(preset, explicit, dtype):
     """The preset's values overridden by the ``explicit`` ones that are not None, checked."""
     p = _resolve(preset, explicit)
     params = {
-        "n_queries": _check_int(p["n_queries"], "n_queries", 1),
-        "n_features": _check_int(p["n_features"], "n_features", 1),
-        "n_informative": _check_int(p["n_informative"], "n_informative", 1),
+        "n_queries": check_int(p["n_queries"], "n_queries", 1),
+        "n_features": check_int(p["n_features"], "n_features", 1),
+        "n_informative": check_int(p["n_informative"], "n_informative", 1),
     }
     if params["n_informative"] > params["n_features"]:
         raise ValueError(f"n_informative={params['n_informative']} exceeds n_features={params['n_features']}.")
     params["mean_list_length"] = _check_real(p["mean_list_length"], "mean_list_length", 0, strict=True)
     params["list_length_sigma"] = _check_real(p["list_length_sigma"], "list_length_sigma", 0)
-    params["max_list_length"] = _check_int(p["max_list_length"], "max_list_length", 1)
+    params["max_list_length"] = check_int(p["max_list_length"], "max_list_length", 1)
     params["label_proportions"] = _check_proportions(p["label_proportions"])
     params["noise"] = _check_real(p["noise"], "noise", 0)
     dtype = np.dtype(dtype)

@@ -309,14 +309,10 @@ def click_objective(ranker, y, sizes, *, positions=None, propensity=None, query_
     ``positions`` (with ``position_bias="unbiased_lambdamart"``) estimates the biases;
     ``propensity`` weighs each pair by its clicked document's clipped inverse propensity.
     """
-    from sklearn_ltr.clicks import inverse_propensity_weights
+    from sklearn_ltr.clicks import check_clicks, inverse_propensity_weights
 
-    if not np.isin(y, (0, 1)).all():
-        raise ValueError(
-            "y must hold clicks, 1 (clicked) and 0 (shown, not clicked), when LambdaMARTRanker debiases pairs "
-            "(propensity=..., or positions=... with position_bias='unbiased_lambdamart'); train on graded "
-            "relevance labels without them."
-        )
+    check_clicks(y, name="y", fix="LambdaMARTRanker debiases pairs of clicks (propensity=..., or positions=... with "
+                 "position_bias='unbiased_lambdamart'); train on graded relevance labels without them.")
     extra = ranker.lgbm_params or {}
     common = {"query_weights": query_weights, "sigma": float(extra.get("sigmoid", 1.0)),
               "truncation_level": ranker.lambdarank_truncation_level, "label_gain": ranker.label_gain}
