@@ -240,3 +240,125 @@ def test_a_fit_killed_with_sigkill_mid_epoch_resumes_to_the_uninterrupted_model(
     reference = _fit(DASALCRanker, _DASALC)
     np.testing.assert_array_equal(np.load(outputs[0]), reference.predict(X, groups=qid))
     assert np.load(outputs[1]).tolist() == list(range(1, reference.n_iter_ + 1))
+
+
+# Callback state: saved by state_dict()/load_state_dict(), or by the callback's attributes, or refused.
+
+
+class NoisyWeights(Callback):
+    """Add noise drawn from a NumPy Generator to the weights at the start of each epoch (and record the draw)."""
+
+    def __init__(self, seed):
+        self.seed = seed
+
+    def initialize(self):
+        self.rng_ = np.random.default_rng(self.seed)
+        return self
+
+    def on_epoch_begin(self, net, **kwargs):
+        with torch.no_grad():
+            for parameter in net.module_.parameters():
+                noise = self.rng_.normal(scale=0.05, size=tuple(parameter.shape))
+                parameter.add_(torch.as_tensor(noise, dtype=parameter.dtype))
+        net.history.record("noise", float(noise.ravel()[0]))
+
+
+class NoisyWeightsWithState(NoisyWeights):
+    def state_dict(self):
+        return {"rng": self.rng_.bit_generator.state}
+
+    def load_state_dict(self, state):
+        self.rng_.bit_generator.state = state["rng"]
+
+
+@pytest.mark.parametrize("noisy", [NoisyWeightsWithState, NoisyWeights])
+def test_a_callback_drawing_from_a_numpy_generator_resumes_to_the_uninterrupted_fit(tmp_path, noisy):
+    # With state_dict/load_state_dict, and without them (its rng_ attribute is saved by its bit generator's state).
+    params = {**_RANKNET, "callbacks": [("noisy", noisy(seed=3)), ("crash", CrashAt(epoch=3, batch=2))]}
+    reference = _fit(RankNetRanker, params)
+    CrashAt.armed = True
+    try:
+        with pytest.raises(_Crash):
+            _fit(RankNetRanker, params, checkpoint_dir=tmp_path)
+    finally:
+        CrashAt.armed = False
+    resumed = _fit(RankNetRanker, params, checkpoint_dir=tmp_path)
+    assert resumed.resumed_from_epoch_ == 2
+    assert resumed.history_[:, "noise"] == reference.history_[:, "noise"]  # the callback drew the same numbers
+    _assert_same_fit(resumed, reference)
+
+
+class HoldsLock(Callback):
+    def on_train_begin(self, net, **kwargs):
+        import threading
+
+        self.count_ = 0
+        self.lock_ = threading.Lock()
+
+
+class BadStateDict(Callback):
+    def state_dict(self):
+        return {"schedule": [1, 2, lambda epoch: epoch]}
+
+    def load_state_dict(self, state):
+        pass
+
+
+def test_a_callback_state_a_checkpoint_cannot_hold_is_refused_naming_it(tmp_path):
+    X, y, qid = _data()
+    with pytest.raises(TypeError, match=r"callback 'guard' \(HoldsLock\): lock_ is a lock, .*load_state_dict"):
+        RankNetRanker(**_RANKNET, callbacks=[("guard", HoldsLock())], checkpoint_dir=tmp_path).fit(X, y, groups=qid)
+    assert not (tmp_path / CHECKPOINT_FILE).exists()  # refused before the first epoch
+    with pytest.raises(TypeError, match=r"callback 'BadStateDict' \(BadStateDict\): "
+                                        r"state_dict\(\)\['schedule'\]\[2\] is a function"):
+        RankNetRanker(**_RANKNET, callbacks=[BadStateDict()], checkpoint_dir=tmp_path).fit(X, y, groups=qid)
+    # Without a checkpoint nothing needs saving.
+    RankNetRanker(**{**_RANKNET, "max_epochs": 1}, callbacks=[HoldsLock(), BadStateDict()]).fit(X, y, groups=qid)
+
+
+class Everything(Callback):
+    def __init__(self):
+        self.saved = None
+
+    def state_dict(self):
+        return {"pcg": np.random.default_rng(5), "mt": np.random.Generator(np.random.MT19937(6)),
+                "legacy": np.random.RandomState(7), "torch": torch.Generator().manual_seed(8),
+                "array": np.arange(6, dtype=np.uint32).reshape(2, 3), "weights": torch.ones(2),
+                "nested": {"count": np.int64(3), "best": (np.float32(0.5), float("inf")), "name": "x", "raw": b"\x00"}}
+
+    def load_state_dict(self, state):
+        self.saved = state
+
+
+def test_a_callback_state_round_trips_through_the_checkpoint_file(tmp_path):
+    import io
+
+    from sklearn_ltr.training._checkpoint import _callback_state, _restore_callback
+
+    source, target = Everything(), Everything()
+    buffer = io.BytesIO()
+    torch.save(_callback_state("everything", source), buffer)
+    _restore_callback(target, torch.load(io.BytesIO(buffer.getvalue()), weights_only=True))
+    state, expected = target.saved, source.state_dict()
+    for name in ("pcg", "mt"):  # the same stream: the next draws are equal
+        assert type(state[name].bit_generator) is type(expected[name].bit_generator)
+        np.testing.assert_array_equal(state[name].integers(1 << 30, size=5), expected[name].integers(1 << 30, size=5))
+    np.testing.assert_array_equal(state["legacy"].randint(1 << 30, size=5), expected["legacy"].randint(1 << 30, size=5))
+    assert torch.equal(torch.rand(3, generator=state["torch"]), torch.rand(3, generator=expected["torch"]))
+    assert state["array"].dtype == np.uint32 and state["array"].tolist() == expected["array"].tolist()
+    assert torch.equal(state["weights"], expected["weights"])
+    assert state["nested"] == {"count": 3, "best": (0.5, float("inf")), "name": "x", "raw": b"\x00"}
+
+
+def test_validation_ndcg_keeps_its_name_parameter_as_given():
+    from sklearn.base import clone
+
+    from sklearn_ltr.training import ValidationNDCG
+
+    default, named = ValidationNDCG(k=5), ValidationNDCG(k=5, name="vali@5")
+    assert (default.name, default.history_key) == (None, "valid_ndcg@5")
+    assert named.history_key == "vali@5" and clone(named).history_key == "vali@5"
+    assert named.get_params()["name"] == "vali@5"
+    default.set_params(name="other")
+    assert default.history_key == "other"
+    assert not [name for name in vars(named) if name.endswith("_")]

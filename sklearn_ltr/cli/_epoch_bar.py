@@ -34,6 +34,13 @@ class EpochBar(Callback):
     def on_train_begin(self, net, **kwargs):
         self.bar_ = bar(total=net.max_epochs, desc=self.desc, leave=self.leave, unit="epoch")
 
+    def state_dict(self):
+        """Nothing: a resumed fit opens a bar of its own."""
+        return {}
+
+    def load_state_dict(self, state):
+        """Restore :meth:`state_dict`'s (empty) state."""
+
     def on_epoch_end(self, net, **kwargs):
         row = net.history[-1]
         self.bar_.set_postfix({label: f"{row[key]:.4f}" for key, label in EPOCH_COLUMNS.items() if key in row},

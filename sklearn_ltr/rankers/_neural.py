@@ -118,7 +118,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         fraction = self.validation_fraction
         monitor = "valid_ndcg@10"
         if self.early_stopping and separate and fraction is None:
-            monitor = separate[0].name
+            monitor = separate[0].history_key
         elif self.early_stopping and fraction is None:
             fraction = 0.1
         if fraction is not None:

@@ -47,7 +47,7 @@ class ValidationNDCG(Callback):
     - ``X, y, groups`` given: a separate validation set (e.g. the LETOR ``vali`` file),
       scored with the net's prediction path after each epoch.
 
-    Monitor it with ``EarlyStopping(monitor=callback.name, lower_is_better=False)``. A
+    Monitor it with ``EarlyStopping(monitor=callback.history_key, lower_is_better=False)``. A
     non-finite score gives NaN.
 
     When the training rows carry click weights (``fit(..., propensity=...)``), the held-out
@@ -80,7 +80,7 @@ class ValidationNDCG(Callback):
         :math:`1 / \max(p_i, 0.05)`), as for held-out click weights. With two columns, each
         row's affine click parameters :math:`(\alpha_i, \beta_i)`: the affine estimate of DCG@k.
     name : str, default=None
-        History key; ``"valid_ndcg@{k}"`` by default.
+        History key (:attr:`history_key`); ``"valid_ndcg@{k}"`` when None.
     extras : dict of str to ndarray, default=None
         Further per-row inputs of the module for the separate set (e.g. SetRank's
         ``{"initial_rank": ranks}``), one value per row of ``X``.
@@ -121,12 +121,20 @@ class ValidationNDCG(Callback):
         self.y = y
         self.groups = groups
         self.propensity = propensity
-        self.name_ = name
+        self.name = name
         self.extras = extras
 
     @property
-    def name(self):
-        return self.name_ or f"valid_ndcg@{self.k}"
+    def history_key(self):
+        """The history key of the recorded value: ``name``, or ``"valid_ndcg@{k}"`` when it is None."""
+        return self.name or f"valid_ndcg@{self.k}"
+
+    def state_dict(self):
+        """Nothing: the callback keeps nothing from one epoch to the next that a checkpoint should hold."""
+        return {}
+
+    def load_state_dict(self, state):
+        """Restore :meth:`state_dict`'s (empty) state."""
 
     def initialize(self):
         self.dataset_ = self.evaluator_ = None
@@ -222,9 +230,9 @@ class ValidationNDCG(Callback):
                 value = ips_dcg_score(np.asarray(self.y), scores, self.evaluator_, self.propensity, k=self.k)
             else:
                 value = ndcg_score(self.evaluator_.y_true, scores, self.evaluator_, k=self.k)
-            net.history.record(self.name, float(value))
+            net.history.record(self.history_key, float(value))
             return
         totals = net.reduce_sum(self._held_out_totals())
         if totals[1] == 0 and totals[2] == 0:  # no validation queries (no split)
             return
-        net.history.record(self.name, float("nan") if totals[2] > 0 else float(totals[0] / totals[1]))
+        net.history.record(self.history_key, float("nan") if totals[2] > 0 else float(totals[0] / totals[1]))

@@ -6,8 +6,8 @@ that the next epoch depends on:
 
 - the weights of every module and criterion, every optimizer's state (moments, step
   counts, learning rates);
-- the state of every other callback that has one: early stopping's counters and best
-  weights, a learning-rate scheduler's ``state_dict``;
+- the state of every other callback (see "Callback state" below): early stopping's counters
+  and best weights, a learning-rate scheduler's ``state_dict``, a user callback's own;
 - the history (every epoch's row, per-batch losses included);
 - the random streams: the generator that shuffles the queries and subsamples lists (the
   data order of the next epochs is drawn from it), torch's global generator (dropout,
@@ -28,13 +28,22 @@ resumed run would draw another data order; they also load any file they find, fr
 
 Under data parallelism the processes' streams are gathered and rank 0 alone writes; every
 process reads the same file when the job is restarted (``torchrun --max-restarts``).
+
+Callback state. A callback with ``state_dict()`` and ``load_state_dict(state)`` is saved by
+them (the library's own callbacks have them). skorch's callbacks, which do not, are saved by the
+attributes ``_SKORCH_CALLBACKS`` lists for each. Any other callback is saved by its fitted
+attributes (``name_``). Either way a checkpoint holds numbers, strings, bytes, tensors, NumPy
+arrays, NumPy ``Generator`` and ``RandomState`` (by their bit generator's state), torch
+generators, and lists, tuples and dicts of them; anything else (a file, a lock, a function) is
+refused when training starts, with the callback and the attribute named, never left out: a
+callback whose state were not restored would make the resumed fit another fit. The net resumes
+by an explicit call, ``RankingNet.resume_from``, once everything is restored.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import math
 import numbers
 import os
 
@@ -53,7 +62,7 @@ _NOT_TRAINING = frozenset({"verbose", "checkpoint_dir", "keep_training_state"})
 #: The file a checkpoint folder holds.
 CHECKPOINT_FILE = "checkpoint.pt"
 #: Layout version of the checkpoint's content.
-_VERSION = 1
+_VERSION = 2  # 2: callbacks saved by state_dict() or by the attributes of _SKORCH_CALLBACKS
 #: Bytes hashed at a time: a memory-mapped array is read through without a copy of it.
 _CHUNK = 1 << 24
 
@@ -71,28 +80,169 @@ def _plain(value):
     raise TypeError(type(value).__name__)
 
 
-def _callback_state(callback):
-    """The fitted attributes (``name_``) of a callback that a checkpoint can hold; others are left out."""
-    state = {}
-    for name, value in vars(callback).items():
-        if not name.endswith("_") or name.startswith("_"):
-            continue
-        try:
-            if hasattr(value, "state_dict") and hasattr(value, "load_state_dict"):
-                state[name] = {"state_dict": _plain(value.state_dict())}
+#: Key of the tagged dicts that stand for NumPy arrays and random generators in a callback's state.
+_TAG = "__sklearn_ltr__"
+
+
+class _Unsavable(TypeError):
+    """A value a checkpoint cannot hold; ``where`` says where in the callback's state it lies."""
+
+    def __init__(self, where, value):
+        super().__init__(where)
+        self.where, self.kind = where, type(value).__qualname__
+
+
+def _encode(value, where):
+    """``value`` as data ``torch.load(weights_only=True)`` reads back, NumPy arrays and generators tagged.
+
+    Tensors, Python scalars, strings, bytes and lists, tuples and dicts of them are kept; NumPy
+    scalars become Python ones; NumPy arrays, NumPy ``Generator`` and ``RandomState`` and torch
+    generators become tagged dicts of their data or state (:func:`_decode` rebuilds them).
+    Anything else raises :class:`_Unsavable`.
+    """
+    if isinstance(value, np.generic):  # before float: np.float64 is a float, and not a plain one to torch.load
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str, bytes, torch.Tensor)):
+        return value
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return {_TAG: "ndarray", "dtype": value.dtype.str, "shape": list(value.shape),
+                "data": np.ascontiguousarray(value).tobytes()}
+    if isinstance(value, np.random.Generator):
+        return {_TAG: "Generator", "state": _encode(value.bit_generator.state, where)}
+    if isinstance(value, np.random.RandomState):
+        return {_TAG: "RandomState", "state": _encode(value.get_state(legacy=False), where)}
+    if isinstance(value, torch.Generator):
+        return {_TAG: "torch.Generator", "state": value.get_state()}
+    if isinstance(value, dict):
+        return type(value)((key, _encode(item, f"{where}[{key!r}]")) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return (tuple if isinstance(value, tuple) else list)(
+            _encode(item, f"{where}[{index}]") for index, item in enumerate(value))
+    raise _Unsavable(where, value)
+
+
+def _decode(value, current=None):
+    """What :func:`_encode` gave ``value`` for; a generator's state goes into ``current`` when it is one of its kind."""
+    if isinstance(value, dict) and _TAG in value:
+        kind = value[_TAG]
+        if kind == "ndarray":
+            return np.frombuffer(value["data"], dtype=np.dtype(value["dtype"])).reshape(value["shape"]).copy()
+        state = _decode(value["state"])
+        if kind == "Generator":
+            generator = current if isinstance(current, np.random.Generator) else \
+                np.random.Generator(getattr(np.random, state["bit_generator"])())
+            generator.bit_generator.state = state
+            return generator
+        if kind == "RandomState":
+            generator = current if isinstance(current, np.random.RandomState) else np.random.RandomState()
+            generator.set_state(state)
+            return generator
+        generator = current if isinstance(current, torch.Generator) else torch.Generator()
+        generator.set_state(state)
+        return generator
+    if isinstance(value, dict):
+        return type(value)((key, _decode(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return type(value)(_decode(item) for item in value)
+    return value
+
+
+#: skorch's callbacks, which have no ``state_dict``: the attributes each one trains (saved)
+#: and those it rebuilds itself when training starts or an epoch begins (not saved).
+_SKORCH_CALLBACKS = {
+    "EarlyStopping": (("misses_", "dynamic_threshold_", "best_epoch_", "best_model_weights_"), ()),
+    "LRScheduler": (("lr_scheduler_", "batch_idx_"), ("policy_",)),  # the scheduler by its state_dict
+    "PassthroughScoring": (("best_score_",), ()),
+    "EpochScoring": (("best_score_",), ("name_", "X_indexing_", "y_indexing_", "y_preds_", "y_trues_")),
+    "BatchScoring": (("best_score_",), ("name_",)),
+    "PrintLog": (("first_iteration_",), ("keys_ignored_",)),
+    "EpochTimer": ((), ("epoch_start_time_",)),
+    "ProgressBar": ((), ("pbar_",)),
+    "GradientNormClipping": ((), ()),
+    "Freezer": ((), ()),
+    "Unfreezer": ((), ()),
+    "Initializer": ((), ()),
+    "ParamMapper": ((), ()),
+    "WarmRestartLR": ((), ()),
+    "InputShapeSetter": ((), ("module_",)),
+    "Checkpoint": ((), ("f_history_",)),
+    "TrainEndCheckpoint": ((), ("checkpoint_",)),
+    "LoadInitState": ((), ("did_load_",)),
+    "TensorBoard": ((), ("first_batch_", "keys_ignored_")),
+    "MlflowLogger": ((), ("batch_suffix_", "client_", "epoch_suffix_", "keys_ignored_", "run_")),
+    "NeptuneLogger": ((), ("keys_ignored_",)),
+    "SacredLogger": ((), ("batch_suffix_", "epoch_suffix_", "keys_ignored_")),
+    "WandbLogger": ((), ("keys_ignored_",)),
+}
+
+
+def _skorch_entry(cls):
+    """``(saved, rebuilt)`` of a callback class of skorch itself, else None."""
+    if cls.__module__.split(".")[0] != "skorch":
+        return None
+    return _SKORCH_CALLBACKS.get(cls.__name__)
+
+
+def _has_protocol(callback):
+    return callable(getattr(callback, "state_dict", None)) and callable(getattr(callback, "load_state_dict", None))
+
+
+def _attribute_names(callback):
+    """The attributes a checkpoint holds for a callback without ``state_dict``.
+
+    skorch's own callbacks: those of :data:`_SKORCH_CALLBACKS`. Any other callback (a subclass
+    of skorch's among them): each fitted attribute (``name_``), except those a skorch base class
+    rebuilds itself.
+    """
+    entry = _skorch_entry(type(callback))
+    if entry is not None:
+        return [name for name in entry[0] if hasattr(callback, name)]
+    rebuilt = {name for cls in type(callback).__mro__ for name in (_skorch_entry(cls) or ((), ()))[1]}
+    return [name for name in vars(callback)
+            if name.endswith("_") and not name.startswith("_") and name not in rebuilt]
+
+
+def _callback_state(name, callback, owner="fit"):
+    """The training state of a callback, as a checkpoint holds it; a TypeError names what it cannot hold.
+
+    A callback with ``state_dict()`` and ``load_state_dict(state)`` is saved by them; any other
+    by its attributes (:func:`_attribute_names`), an attribute whose value has ``state_dict``
+    (a learning-rate scheduler) by that.
+    """
+    try:
+        if _has_protocol(callback):
+            return {"state_dict": _encode(callback.state_dict(), "state_dict()")}
+        attributes = {}
+        for attribute in _attribute_names(callback):
+            value = getattr(callback, attribute)
+            if not isinstance(value, type) and _has_protocol(value):
+                attributes[attribute] = {"state_dict": _encode(value.state_dict(), f"{attribute}.state_dict()")}
             else:
-                state[name] = {"value": _plain(value)}
-        except TypeError:  # a dataset, a progress bar...: rebuilt by the callback itself
-            continue
-    return state
+                attributes[attribute] = {"value": _encode(value, attribute)}
+        return {"attributes": attributes}
+    except _Unsavable as error:
+        fix = ("make state_dict() return plain data" if _has_protocol(callback) else
+               "give the callback a state_dict() method returning its training state as plain data and a "
+               "load_state_dict(state) method restoring it (state_dict() may return {} for a callback that "
+               "keeps nothing from one epoch to the next)")
+        raise TypeError(
+            f"{owner}: the checkpoint cannot hold the state of the callback {name!r} ({type(callback).__qualname__}): "
+            f"{error.where} is a {error.kind}, which a checkpoint cannot save; it would not be restored, and a "
+            f"resumed fit would differ from the uninterrupted one. A checkpoint holds numbers, strings, bytes, "
+            f"tensors, NumPy arrays, NumPy and torch random generators, and lists, tuples and dicts of them: "
+            f"{fix}."
+        ) from None
 
 
 def _restore_callback(callback, state):
-    for name, entry in state.items():
+    if "state_dict" in state:
+        callback.load_state_dict(_decode(state["state_dict"]))
+        return
+    for name, entry in state["attributes"].items():
         if "state_dict" in entry:
-            getattr(callback, name).load_state_dict(entry["state_dict"])
+            getattr(callback, name).load_state_dict(_decode(entry["state_dict"]))
         else:
-            setattr(callback, name, entry["value"])
+            setattr(callback, name, _decode(entry["value"], getattr(callback, name, None)))
 
 
 def describe_parameters(value):
@@ -204,6 +354,13 @@ class TrainingCheckpoint(Callback):
         written under other parameters is refused, naming the first that differ.
     owner : str, default="fit"
         Name used in messages (the estimator's class).
+
+    Raises
+    ------
+    TypeError
+        When training starts (and at each write), for a callback whose state holds a value a
+        checkpoint cannot save, naming the callback and the attribute (or the entry of its
+        ``state_dict()``).
     """
 
     def __init__(self, directory, *, parameters=None, owner="fit"):
@@ -267,8 +424,15 @@ class TrainingCheckpoint(Callback):
         self._parameters = dict(self.parameters or {})
         net.resumed_from_epoch_ = None  # the estimator's resumed_from_epoch_: None for a fresh start
         state = self._read()
-        if state is None:
-            return
+        if state is not None:
+            self._restore(net, state, rank, world_size)
+        self._callback_states(net)  # a callback whose state cannot be saved is refused before the first epoch
+
+    def _callback_states(self, net):
+        return {name: _callback_state(name, callback, self.owner)
+                for name, callback in net.callbacks_ if callback is not self}
+
+    def _restore(self, net, state, rank, world_size):
         self._check(state, self._parameters, self._fingerprint, world_size)
         for kind in ("modules", "criteria", "optimizers"):
             for name, saved in state[kind].items():
@@ -280,9 +444,7 @@ class TrainingCheckpoint(Callback):
                 _restore_callback(callbacks[name], saved)
         net.generator_.set_state(state["generator"])
         _restore_rank_state(net, state["ranks"][rank])
-        # Epochs the loop skips: those done, or all of them when that fit had ended.
-        net.resumed_epochs_ = math.inf if state["finished"] else len(state["history"])
-        net.resumed_from_epoch_ = len(state["history"])
+        net.resume_from(len(state["history"]), finished=state["finished"])
 
     def _state(self, net, finished):
         rank, world_size = _world(net)
@@ -310,7 +472,7 @@ class TrainingCheckpoint(Callback):
             "criteria": {name: saved(name) for name in net._criteria},
             "optimizers": {name: _plain(getattr(net, name + "_").state_dict()) for name in net._optimizers},
             "history": _plain(list(net.history)),
-            "callbacks": {name: _callback_state(callback) for name, callback in net.callbacks_ if callback is not self},
+            "callbacks": self._callback_states(net),
             "generator": net.generator_.get_state(),
             "ranks": ranks,
         }

@@ -22,6 +22,7 @@ The public estimators build one in ``fit`` and keep it as ``net_``, by default a
 from __future__ import annotations
 
 import contextlib
+import math
 
 import numpy as np
 import torch
@@ -216,13 +217,31 @@ class RankingNet(NeuralNet):
                 raise
         return None
 
+    def resume_from(self, epochs, *, finished=False):
+        """Continue a training run after its first ``epochs`` epochs, restored from a checkpoint.
+
+        Called by a callback's ``on_train_begin`` once it has restored the weights, the
+        optimizer, the history and the random streams of those epochs: the fit under way then
+        trains only the epochs that remain of ``max_epochs``, none when ``finished`` (that run
+        had ended, e.g. stopped early). Sets ``resumed_from_epoch_`` to ``epochs``.
+
+        Parameters
+        ----------
+        epochs : int
+            Epochs the restored run had trained.
+        finished : bool, default=False
+            Whether that run had ended.
+        """
+        self.resumed_from_epoch_ = epochs
+        self._epochs_done_ = math.inf if finished else epochs  # read once, by the fit loop under way
+
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         # skorch swallows KeyboardInterrupt in partial_fit, and its EarlyStopping raises one to
         # stop: remember a real interruption (Ctrl-C) for the estimator.
-        # A fit resumed from a checkpoint (training._checkpoint) runs the epochs that remain.
-        resumed = self.__dict__.pop("resumed_epochs_", 0)
-        if resumed:
-            epochs = int(max(0, (self.max_epochs if epochs is None else epochs) - min(resumed, 2**62)))
+        # A resumed run (resume_from) trains the epochs that remain.
+        done = self.__dict__.pop("_epochs_done_", 0)
+        if done:
+            epochs = int(max(0, (self.max_epochs if epochs is None else epochs) - min(done, 2**62)))
         try:
             return super().fit_loop(X, y, epochs=epochs, **fit_params)
         except KeyboardInterrupt:
