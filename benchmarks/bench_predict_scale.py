@@ -42,15 +42,31 @@ TRAIN_QUERIES = 300
 SPEED_MODELS = ("RankNetRanker", "DASALCRanker", "SetRankRanker")
 
 
-def _rankers(device="cpu"):
+#: ``--speed --model-sizes``: the neural rankers' settings per model size ("default" is RankNet 144-144 and
+#: DASALC's and SetRank's defaults).
+MODEL_SIZES = {
+    "small": {"RankNetRanker": {"hidden_sizes": (32,)},
+              "DASALCRanker": {"hidden_size": 64, "n_layers": 2, "n_attention_layers": 1, "n_heads": 2,
+                               "head_size": 16},
+              "SetRankRanker": {"d_model": 32, "n_blocks": 1, "n_heads": 2}},
+    "default": {"RankNetRanker": {"hidden_sizes": (144, 144)}, "DASALCRanker": {}, "SetRankRanker": {}},
+    "large": {"RankNetRanker": {"hidden_sizes": (512, 256, 128)},
+              "DASALCRanker": {"hidden_size": 512, "n_layers": 3, "n_attention_layers": 3, "n_heads": 4,
+                               "head_size": 64},
+              "SetRankRanker": {"d_model": 256, "n_blocks": 4, "n_heads": 4}},
+}
+
+
+def _rankers(device="cpu", size="default"):
     from sklearn_ltr import DASALCRanker, LambdaMARTRanker, RankNetRanker, SetRankRanker, TwoTowerDebiasedRanker
 
     neural = {"max_epochs": 1, "device": device, "random_state": 0}
+    settings = MODEL_SIZES[size]
     return {
         "LambdaMARTRanker": lambda: LambdaMARTRanker(n_estimators=100, random_state=0),
-        "RankNetRanker": lambda: RankNetRanker(hidden_sizes=(144, 144), **neural),
-        "DASALCRanker": lambda: DASALCRanker(**neural),
-        "SetRankRanker": lambda: SetRankRanker(**neural),
+        "RankNetRanker": lambda: RankNetRanker(**settings["RankNetRanker"], **neural),
+        "DASALCRanker": lambda: DASALCRanker(**settings["DASALCRanker"], **neural),
+        "SetRankRanker": lambda: SetRankRanker(**settings["SetRankRanker"], **neural),
         "TwoTowerDebiasedRanker": lambda: TwoTowerDebiasedRanker(**neural),
     }
 
@@ -163,7 +179,8 @@ def speed_row(ranker, X, qid, repeats):
     host = list(_predict.prefetched_blocks(blocks, X, {}, documents, _predict._Transfer("cpu")))
     resident = [dataclasses.replace(block, tensors={k: v.to(device) for k, v in block.tensors.items()})
                 for block in host]
-    batches = [inputs for block in resident for inputs, _ in block.device_batches()]
+    packed = bool(getattr(module, "packed_inputs", False))  # the batches predict gives the module
+    batches = [inputs for block in resident for inputs, _ in block.device_batches(packed)]
     features = [np.ascontiguousarray(block.tensors["X"].numpy()) for block in host]  # pageable host rows
 
     def run_module():
@@ -173,13 +190,19 @@ def speed_row(ranker, X, qid, repeats):
     def run_host_fed():
         for block, rows in zip(resident, features, strict=True):
             copied = dataclasses.replace(block, tensors={**block.tensors, "X": torch.from_numpy(rows).to(device)})
-            for inputs, _ in copied.device_batches():
+            for inputs, _ in copied.device_batches(packed):
                 module(inputs["X"], inputs["mask"])
 
     with torch.no_grad():
         timings = {"module": _best(run_module, device, repeats), "host-fed": _best(run_host_fed, device, repeats)}
     timings["predict"] = _best(lambda: ranker.predict(X, qid), device, repeats)
     return {name: len(X) / seconds for name, seconds in timings.items()}
+
+
+def _describe_sizes(sizes):
+    return "; ".join(f"{size}: " + ", ".join(f"{name.removesuffix('Ranker')} {settings or 'defaults'}"
+                                            for name, settings in MODEL_SIZES[size].items())
+                     for size in sizes.split(","))
 
 
 def speed(args):
@@ -198,29 +221,30 @@ def speed(args):
         X, _, qid = make_ranking(n_queries=q, preset="mslr", random_state=1)
         data[q] = X, qid
     X_train, y_train, qid_train = make_ranking(n_queries=TRAIN_QUERIES, preset="mslr", random_state=0)
-    header = ("| model | documents | predict docs/s | module docs/s | host-fed docs/s | predict / module "
+    header = ("| model | size | documents | predict docs/s | module docs/s | host-fed docs/s | predict / module "
               "| predict / host-fed | load |")
-    lines = [header, "|" + " --- |" * 2 + " ---: |" * 6]
+    lines = [header, "|" + " --- |" * 3 + " ---: |" * 6]
     print(header, flush=True)
-    for name in (args.rankers or SPEED_MODELS):
-        ranker = _rankers(args.device)[name]().fit(X_train, y_train, groups=qid_train)
-        for q in sizes:
-            X, qid = data[q]
-            row = speed_row(ranker, X, qid, args.repeats)
-            line = (f"| {name.removesuffix('Ranker')} | {len(X):,} | {row['predict']:,.0f} | {row['module']:,.0f} | "
-                    f"{row['host-fed']:,.0f} | {row['predict'] / row['module']:.2f} | "
-                    f"{row['predict'] / row['host-fed']:.2f} | {os.getloadavg()[0]:.2f} |")
-            print(line, flush=True)
-            lines.append(line)
+    for model_size in args.model_sizes.split(","):
+        for name in (args.rankers or SPEED_MODELS):
+            ranker = _rankers(args.device, model_size)[name]().fit(X_train, y_train, groups=qid_train)
+            for q in sizes:
+                X, qid = data[q]
+                row = speed_row(ranker, X, qid, args.repeats)
+                line = (f"| {name.removesuffix('Ranker')} | {model_size} | {len(X):,} | {row['predict']:,.0f} | "
+                        f"{row['module']:,.0f} | {row['host-fed']:,.0f} | {row['predict'] / row['module']:.2f} | "
+                        f"{row['predict'] / row['host-fed']:.2f} | {os.getloadavg()[0]:.2f} |")
+                print(line, flush=True)
+                lines.append(line)
     device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or "CPU"
     text = (f"# Predict against its limits on {args.device}\n\n{device_name} ({platform.machine()}), torch "
             f"{torch.__version__}, numpy {np.__version__}, {torch.get_num_threads()} threads; "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {load_start:.2f} at the start "
             f"(last column: at the end of each row). Models trained one epoch on {TRAIN_QUERIES} MSLR-shaped "
-            f"queries (RankNet 144-144, DASALC and SetRank default), then scoring make_ranking(preset=\"mslr\") "
-            f"sets; best of {args.repeats} runs (on CUDA after an untimed one).\n\n"
-            f"`python benchmarks/bench_predict_scale.py --speed "
-            f"--device {args.device} --queries {args.queries} --repeats {args.repeats}`\n\n" + "\n".join(lines) + "\n")
+            f"queries (model sizes: {_describe_sizes(args.model_sizes)}), then scoring "
+            f"make_ranking(preset=\"mslr\") sets; best of {args.repeats} runs (on CUDA after an untimed one).\n\n"
+            f"`python benchmarks/bench_predict_scale.py --speed --device {args.device} --queries {args.queries} "
+            f"--repeats {args.repeats} --model-sizes {args.model_sizes}`\n\n" + "\n".join(lines) + "\n")
     out = Path(args.out or RESULTS.parent / f"predict_speed_{torch.device(args.device).type}.md")
     out.write_text(text)
     print(f"wrote {out}")
@@ -236,6 +260,8 @@ def main():
     parser.add_argument("--device", default="cpu", help="with --speed: where the models run")
     parser.add_argument("--queries", default="600,8200", help="with --speed: MSLR-shaped queries per size")
     parser.add_argument("--repeats", type=int, default=3, help="with --speed: timed runs, the best kept")
+    parser.add_argument("--model-sizes", default="default",
+                        help=f"with --speed: comma-separated model sizes among {', '.join(MODEL_SIZES)}")
     parser.add_argument("--out", default=None, help="with --speed: the results file")
     args = parser.parse_args()
     if args.speed:

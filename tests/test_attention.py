@@ -128,6 +128,7 @@ def test_gradients_equal_reference_and_are_finite(n_queries):
 
 
 def test_dropout_p_reaches_sdpa_in_training_only(monkeypatch):
+    """SDPA runs in evaluation and without attention-weight dropout; CPU training with dropout runs the sampler."""
     calls = []
     sdpa = F.scaled_dot_product_attention
 
@@ -136,12 +137,46 @@ def test_dropout_p_reaches_sdpa_in_training_only(monkeypatch):
         return sdpa(*args, **kwargs)
 
     monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
-    attention = MultiHeadAttention(8, 2, dropout=0.25)
     query, _, mask = _inputs()
-    attention.train()(query, query, mask)
+    attention = MultiHeadAttention(8, 2, dropout=0.25)
+    attention.train()(query, query, mask)  # CPU training with dropout: the fast sampler, not SDPA
     with torch.no_grad():
         attention.eval()(query, query, mask)
-    assert calls == [0.25, 0.0]
+    MultiHeadAttention(8, 2, dropout=0.0).train()(query, query, mask)
+    assert calls == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("masking", list(MASKS))
+def test_attention_weight_dropout_on_cpu_is_the_reference_with_the_samplers_mask(masking):
+    """Training with attention-weight dropout: softmax weights, the sampler's mask, the inverse keep probability."""
+    from sklearn_ltr.nn._attention import _keep_mask
+
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(8, 2, head_size=3, dropout=0.3).train()
+    query, _, mask = _inputs()
+    mask = MASKS[masking](mask)
+    leaf = query.clone().requires_grad_(True)
+    torch.manual_seed(7)
+    got = attention(leaf, leaf, mask)
+    got.square().sum().backward()
+    torch.manual_seed(7)
+    keep, scale = _keep_mask((3, 2, 7, 7), 0.3)
+    reference_leaf = query.clone().requires_grad_(True)
+    q = attention.query(reference_leaf)
+    k, v = attention.key_value(reference_leaf).split(6, dim=-1)
+    heads = []
+    for h in range(2):
+        part = slice(3 * h, 3 * h + 3)
+        logits = q[..., part] @ k[..., part].transpose(-2, -1) / math.sqrt(3)
+        if mask is not None:
+            attend = mask | ~mask.any(dim=1, keepdim=True)
+            logits = logits.masked_fill(~attend[:, None, :], -math.inf)
+        heads.append((torch.softmax(logits, dim=-1) * keep[:, h] * scale) @ v[..., part])
+    expected = attention.out(torch.cat(heads, dim=-1))
+    expected.square().sum().backward()
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(leaf.grad, reference_leaf.grad, rtol=1e-4, atol=1e-5)
+    assert not keep.all() and keep.any()
 
 
 def test_attention_weight_dropout_is_unbiased_and_finite():

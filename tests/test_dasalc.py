@@ -304,3 +304,46 @@ def test_diverging_fit_is_an_error_not_a_nan_model(data):
     X, y, qid = data
     with pytest.raises(NonFiniteLossError, match=r"epoch \d+, batch \d+"):
         DASALCRanker(**TINY, lr=1e8, max_epochs=3, random_state=0).fit(X, y, qid)
+
+
+def test_symmetric_log1p_with_and_without_gradients():
+    """The in-place path (nothing to differentiate) and the autograd path give the same values and gradients."""
+    X = torch.tensor([-3.0, -0.5, 0.0, 0.25, 7.0])
+    with torch.no_grad():
+        in_place = symmetric_log1p(X)
+    leaf = X.clone().requires_grad_(True)
+    tracked = symmetric_log1p(leaf)
+    torch.testing.assert_close(in_place, tracked.detach(), rtol=0, atol=0)
+    torch.testing.assert_close(X, torch.tensor([-3.0, -0.5, 0.0, 0.25, 7.0]))  # the input is left alone
+    tracked.sum().backward()
+    torch.testing.assert_close(leaf.grad, torch.where(X == 0, 0.0, 1 / (1 + X.abs())))  # abs has slope 0 at 0
+
+
+def test_packed_inputs_score_as_the_padded_batch():
+    """DASALC on packed rows (X[mask]) scores every document as on the padded batch, in training and scoring."""
+    net = _net()
+    X, mask = torch.randn(3, 6, 5) * 2, torch.tensor([[True] * 6, [True] * 4 + [False] * 2, [True] + [False] * 5])
+    torch.testing.assert_close(net(X[mask], mask), net(X, mask), rtol=0, atol=0)
+    net.train()
+    torch.manual_seed(3)
+    packed = net(X[mask], mask)
+    torch.manual_seed(3)
+    torch.testing.assert_close(packed, net(X, mask), rtol=0, atol=0)
+
+
+def test_packed_batches_train_and_predict_as_padded_batches(data, monkeypatch):
+    """Training and predicting with packed batches gives the fit and the scores padded batches give."""
+    X, y, qid = data
+    params = {**TINY, "max_epochs": 2, "noise_std": 0.5, "dropout": 0.1, "random_state": 0,
+              "validation_fraction": 0.25}
+    packed = DASALCRanker(**params).fit(X, y, qid)
+    assert packed.net_.packed_inputs
+    monkeypatch.setattr(DASALCNet, "packed_inputs", False)
+    padded = DASALCRanker(**params).fit(X, y, qid)
+    assert not padded.net_.packed_inputs
+    np.testing.assert_allclose(packed.history_[:, "train_loss"], padded.history_[:, "train_loss"], rtol=1e-6)
+    np.testing.assert_allclose(padded.predict(X, qid), padded.predict(X, qid))
+    scores_padded = padded.predict(X, qid)
+    monkeypatch.setattr(DASALCNet, "packed_inputs", True)
+    np.testing.assert_allclose(padded.predict(X, qid), scores_padded, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(packed.predict(X, qid), scores_padded, rtol=1e-5, atol=1e-5)

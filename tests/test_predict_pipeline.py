@@ -210,3 +210,15 @@ def test_canonical_order_reads_every_byte_of_a_row(n_features):
     assert np.array_equal(canonical_order(rows, sizes), _memcmp_order(rows, sizes))
     assert canonical_order(rows[:1], [1]).tolist() == [0]
     assert canonical_order(rows[:0], []).tolist() == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_real_slots_without_sync_is_the_boolean_index(seed):
+    """The device path of packed prediction batches picks index[mask] without reading the mask's count."""
+    from sklearn_ltr.training._predict import real_slots_without_sync
+
+    rng = np.random.default_rng(seed)
+    sizes = torch.as_tensor(rng.integers(1, 9, size=rng.integers(1, 7)))
+    mask = torch.arange(int(sizes.max()))[None, :] < sizes[:, None]
+    index = torch.as_tensor(rng.permutation(mask.numel())).view(mask.shape)
+    torch.testing.assert_close(real_slots_without_sync(index, mask, int(sizes.sum())), index[mask])

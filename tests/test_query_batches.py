@@ -106,3 +106,42 @@ def test_getitem_returns_one_query():
     assert labels.shape == (3,)
     with pytest.raises(IndexError):
         dataset[5]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=12),
+    batch_size=st.integers(1, 5),
+    shuffle=st.booleans(),
+    max_list_length=st.sampled_from([None, 2, 4]),
+    seed=st.integers(0, 1000),
+)
+def test_packed_batches_hold_the_padded_batches_real_rows(sizes, batch_size, shuffle, max_list_length, seed):
+    """A packed batch's X is the padded batch's X[mask]: same queries, same rows, same order, same extras."""
+    dataset, _, _, _ = _dataset(sizes, seed=seed)
+    dataset.rows["positions"] = torch.arange(dataset.n_rows, dtype=torch.float32)
+    padded, packed = (
+        QueryBatches(dataset, batch_size, shuffle=shuffle, max_list_length=max_list_length,
+                     generator=torch.Generator().manual_seed(seed), packed=flag)
+        for flag in (False, True)
+    )
+    n_batches = 0
+    for (inputs, labels), (packed_inputs, packed_labels) in zip(padded, packed, strict=True):
+        mask = inputs["mask"]
+        assert packed_inputs["X"].shape == (int(mask.sum()), 3)
+        torch.testing.assert_close(packed_inputs["X"], inputs["X"][mask], rtol=0, atol=0)
+        torch.testing.assert_close(packed_inputs["mask"], mask)
+        torch.testing.assert_close(packed_inputs["positions"], inputs["positions"])  # other inputs stay padded
+        torch.testing.assert_close(packed_labels, labels)
+        n_batches += 1
+    assert n_batches == len(padded)
+
+
+def test_packed_prediction_batches_of_equal_lists_are_views():
+    """Consecutive lists of one length need no gather: the packed rows are the flat rows as they lie."""
+    dataset, _, _, _ = _dataset([3, 3, 3], shuffle_rows=False)
+    batches = QueryBatches(dataset, 1, documents=9, packed=True)
+    (inputs, _, rows), = list(batches.with_rows())
+    assert inputs["X"].shape == (9, 3)
+    assert inputs["X"].data_ptr() == dataset.rows["X"].data_ptr()
+    torch.testing.assert_close(inputs["X"], dataset.rows["X"][rows.reshape(-1)])

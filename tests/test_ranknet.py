@@ -412,3 +412,20 @@ def test_sample_weight_errors(data):
 
 def _three_plus_loss(scores, labels, mask):
     return (scores * mask).pow(2).mean()
+
+
+@pytest.mark.parametrize("options", [{}, {"batch_norm": True, "dropout": 0.2, "max_list_length": 5}])
+def test_packed_batches_train_the_model_padded_batches_train(data, monkeypatch, options):
+    """Training on packed rows (no padded feature tensor) is training on the padded batch's real rows."""
+    from sklearn_ltr.nn import MLPScorer
+
+    X, y, groups = data
+    params = {"hidden_sizes": (8,), "max_epochs": 3, "batch_size": 4, "random_state": 0,
+              "validation_fraction": 0.25, **options}
+    packed = RankNetRanker(**params).fit(X, y, groups)
+    assert packed.net_.packed_inputs
+    monkeypatch.setattr(MLPScorer, "packed_inputs", False)
+    padded = RankNetRanker(**params).fit(X, y, groups)
+    assert not padded.net_.packed_inputs
+    np.testing.assert_allclose(packed.predict(X), padded.predict(X), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(packed.history_[:, "train_loss"], padded.history_[:, "train_loss"], rtol=1e-6)

@@ -171,6 +171,10 @@ def _observed_kernel(device, dtype, dropout, head_size, padded):
                        ("cudnn", "cudnn_attention"), ("math", "attention_math")):
         if any(op in name and "backward" not in name for name in names):
             return kernel
+    if device.type == "cpu" and dropout > 0 and {"aten::_softmax", "aten::bmm"} <= names:
+        # CPU training with attention-weight dropout runs the attention written out (softmax weights,
+        # the fast dropout sampler): [L, L] weights per head, as the math kernel holds them.
+        return "math"
     raise AssertionError(f"no attention kernel among {sorted(names)}")
 
 

@@ -11,10 +11,13 @@ of a list permutes its outputs (Pang et al. 2020, Proposition 1; Lee et al. 2019
 The attention itself is :func:`torch.nn.functional.scaled_dot_product_attention` with the
 padding as a boolean mask: PyTorch's fused kernels (flash attention on CPU, flash or
 memory-efficient attention on CUDA) run it, and it falls back to its reference ("math")
-implementation where no fused kernel applies, e.g. attention-weight dropout on CPU.
+implementation where no fused kernel applies. Attention-weight dropout in training on CPU, which
+no fused CPU kernel takes, is written out with the library's fast dropout sampler instead.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn
@@ -46,11 +49,40 @@ def dropout(x, p, training=True):
         return x
     if x.device.type != "cpu":
         return F.dropout(x, p, training=True)
+    keep, scale = _keep_mask(x.shape, p)
+    return x * (keep * scale).to(x.dtype)
+
+
+def _keep_mask(shape, p):
+    """The CPU sampler of :func:`dropout`: a boolean mask of the kept elements and their scale.
+
+    Each element is dropped with probability ``round(p * 2**16) / 2**16``, decided by one
+    16-bit slice of a 64-bit random integer; ``scale`` is the exact inverse keep probability.
+    """
     dropped = round(p * _INT16_LEVELS)
-    n = x.numel()
+    n = math.prod(shape)
     bits = torch.randint(-(1 << 63), (1 << 63) - 1, ((n + 3) // 4,), dtype=torch.int64)
-    keep = bits.view(torch.int16)[:n].view(x.shape) >= dropped - _INT16_LEVELS // 2
-    return x * (keep * (_INT16_LEVELS / (_INT16_LEVELS - dropped))).to(x.dtype)
+    keep = bits.view(torch.int16)[:n].view(shape) >= dropped - _INT16_LEVELS // 2
+    return keep, _INT16_LEVELS / (_INT16_LEVELS - dropped)
+
+
+def _attention_with_dropout(q, k, v, attn_mask, p):
+    r"""Attention with dropout on its weights, :math:`\mathrm{drop}(\mathrm{softmax}(QK^\top/\sqrt{d}))\,V`, on CPU.
+
+    PyTorch's fused CPU kernel takes no attention-weight dropout, so
+    :func:`~torch.nn.functional.scaled_dot_product_attention` would fall back to its
+    reference path, which draws the ``[batch, heads, L, L]`` mask with the Bernoulli sampler
+    and scans the logits for fully masked rows. Written out with the fast sampler of
+    :func:`dropout` it is the same function, with one ``[L, L]`` pass less. Padded keys get
+    weight 0 (:func:`key_padding_mask` leaves no row without a real key).
+    """
+    logits = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)
+    if attn_mask is not None:  # in place: the product's backward reads q and k, not its output
+        logits.masked_fill_(~attn_mask, float("-inf"))
+    weights = torch.softmax(logits, dim=-1)
+    keep, scale = _keep_mask(weights.shape, p)
+    # The inverse keep probability scales the [L, d] output rather than the [L, L] weights.
+    return (weights.masked_fill(~keep, 0.0) @ v) * scale
 
 
 class Dropout(nn.Module):
@@ -196,9 +228,12 @@ class MultiHeadAttention(nn.Module):
             attn_mask = key_padding_mask(key_mask)
         q = self._heads(self.query(query))
         k, v = (self._heads(part) for part in self.key_value(key).chunk(2, dim=-1))
-        attended = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0
-        )
+        if self.training and self.dropout > 0 and q.device.type == "cpu":
+            attended = _attention_with_dropout(q, k, v, attn_mask, self.dropout)
+        else:
+            attended = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0
+            )
         batch, _, length, _ = attended.shape
         return self.out(attended.transpose(1, 2).reshape(batch, length, self.n_heads * self.head_size))
 

@@ -14,7 +14,10 @@ __all__ = ["DASALCNet"]
 
 def symmetric_log1p(x):
     r""":math:`\operatorname{sign}(x)\log(1 + |x|)`, elementwise."""
-    return torch.copysign(torch.log1p(torch.abs(x)), x)
+    if torch.is_grad_enabled() and x.requires_grad:
+        return torch.copysign(torch.log1p(torch.abs(x)), x)
+    # Nothing to differentiate (always so when scoring): one new tensor, transformed in place.
+    return torch.abs(x).log1p_().copysign_(x)
 
 
 class DASALCNet(nn.Module):
@@ -172,6 +175,10 @@ class DASALCNet(nn.Module):
                                          nn.Linear(head_size, hidden_size))
         self.output = nn.Sequential(nn.ReLU(), Dropout(dropout), ScoreHead(hidden_size, 1))
 
+    #: The tower scores each document on its own and the attention pads only its own inputs:
+    #: the library's batches hand it the real documents, packed (``X`` of shape ``(n_real, n_features)``).
+    packed_inputs = True
+
     def transform_inputs(self, X, mask):
         r"""The tower's inputs :math:`\tilde x` of the real documents.
 
@@ -180,8 +187,8 @@ class DASALCNet(nn.Module):
 
         Parameters
         ----------
-        X : torch.Tensor of shape (batch, list, n_features)
-            Padded documents.
+        X : torch.Tensor of shape (batch, list, n_features) or (n_real, n_features)
+            Padded documents, or the real documents only in the row-major order of ``mask``.
         mask : torch.Tensor of bool, shape (batch, list)
             True on real documents.
 
@@ -190,7 +197,7 @@ class DASALCNet(nn.Module):
         x : torch.Tensor of shape (n_real, n_features)
             :math:`\tilde x_i` of the real documents, in the row-major order of ``mask``.
         """
-        x = X[mask]
+        x = X if X.dim() == 2 else X[mask]
         if self.log1p:
             x = symmetric_log1p(x)
         x = self.input_norm(x)
@@ -199,12 +206,13 @@ class DASALCNet(nn.Module):
         return x
 
     def forward(self, X, mask, **unused):
-        """Score the documents of a padded batch, each in the context of its list.
+        """Score the documents of a padded or packed batch, each in the context of its list.
 
         Parameters
         ----------
-        X : torch.Tensor of shape (batch, list, n_features)
-            Padded documents.
+        X : torch.Tensor of shape (batch, list, n_features) or (n_real, n_features)
+            Padded documents, or the real documents only in the row-major order of ``mask``
+            (``X_padded[mask]``, as the library's batches give them: ``packed_inputs``).
         mask : torch.Tensor of bool, shape (batch, list)
             True on real documents.
         **unused

@@ -284,13 +284,19 @@ class MLPScorer(nn.Module):
         super().__init__()
         self.network = mlp(n_features, hidden_sizes, activation, dropout=dropout, batch_norm=batch_norm)
 
+    #: Scores each document on its own: the training batches hand it the real documents only,
+    #: packed (``X`` of shape ``(n_real, n_features)``), so no padded feature tensor is built.
+    packed_inputs = True
+
     def forward(self, X, mask, **unused):
-        """Score the documents of a padded batch.
+        """Score the documents of a padded or packed batch.
 
         Parameters
         ----------
-        X : torch.Tensor of shape (batch, list, n_features)
-            Padded documents.
+        X : torch.Tensor of shape (batch, list, n_features) or (n_real, n_features)
+            Padded documents, or the real documents only in the row-major order of ``mask``
+            (``X_padded[mask]``, as the library's batches give them to a module with
+            ``packed_inputs = True``).
         mask : torch.Tensor of bool, shape (batch, list)
             True on real documents.
         **unused
@@ -301,6 +307,8 @@ class MLPScorer(nn.Module):
         scores : torch.Tensor of shape (batch, list)
             One score per document, 0 on padding.
         """
+        if X.dim() == 2:  # packed: the real documents only
+            return scatter_scores(self.network(X).squeeze(-1), mask)
         if self.training:  # batch norm's statistics must see real documents only
             return scatter_scores(self.network(X[mask]).squeeze(-1), mask)
         # Scoring: every document on its own, so the padded slots can run too (bucketed batches

@@ -176,11 +176,17 @@ class QueryBatches:
         the training ``batch_size``.
     max_padding : float, default=None
         With ``documents``: at most this share of a batch's slots may be padding.
+    packed : bool, default=False
+        Gather the batch's features as packed rows: ``"X"`` is ``[n_real, F]``, the real
+        documents only, in the row-major order of ``"mask"`` (what ``X[mask]`` would give),
+        and no padded feature tensor is built. For scorers without list context (modules that
+        declare ``packed_inputs = True``): the memory of a batch is then in proportion to its
+        real documents. Labels and the other per-row inputs stay padded (the loss reads them so).
     """
 
     def __init__(
         self, dataset, batch_size, *, shuffle=False, max_list_length=None, generator=None, device="cpu",
-        pool_batches=50, documents=None, max_padding=None,
+        pool_batches=50, documents=None, max_padding=None, packed=False,
     ):
         self.dataset = dataset
         self.batch_size = batch_size
@@ -191,6 +197,7 @@ class QueryBatches:
         self.pool_batches = pool_batches
         self.documents = documents
         self.max_padding = max_padding
+        self.packed = packed
 
     def __len__(self):
         if self.documents is not None and not self.shuffle:
@@ -241,7 +248,10 @@ class QueryBatches:
             rows = dataset.index[rows]
         if self.max_list_length is not None and length > self.max_list_length:
             rows, mask = self._subsample(rows, mask)
-        inputs = {name: self._gather(values, rows, mask) for name, values in dataset.rows.items()}
+        inputs = {name: self._gather(values, rows, mask) for name, values in dataset.rows.items()
+                  if not (self.packed and name == "X")}
+        if self.packed:  # only the real rows: X[mask] gathered directly, no padded copy first
+            inputs["X"] = dataset.rows["X"][rows[mask]].to(self.device, non_blocking=True)
         inputs["mask"] = mask.to(self.device)
         if dataset.query_weights is not None:
             inputs["weights"] = dataset.query_weights[queries].to(self.device)
@@ -268,6 +278,8 @@ class QueryBatches:
         device = self.dataset.offsets.device
         view = {name: values[start:stop].view(n, length, *values.shape[1:]).to(self.device, non_blocking=True)
                 for name, values in self.dataset.rows.items()}
+        if self.packed:  # every slot is real: the packed rows are the rows as they lie
+            view["X"] = view["X"].reshape(n * length, *view["X"].shape[2:])
         view["mask"] = torch.ones(n, length, dtype=torch.bool, device=self.device)
         if self.dataset.query_weights is not None:
             view["weights"] = self.dataset.query_weights[queries.to(device)].to(self.device)

@@ -145,7 +145,13 @@ class RankingNet(NeuralNet):
             "max_list_length": self.max_list_length if training else None,
             "generator": getattr(self, "generator_", None),
             "device": self.device,
+            "packed": self.packed_inputs,
         }
+
+    @property
+    def packed_inputs(self):
+        """Whether the module scores packed rows (``packed_inputs = True``): batches then gather no padding."""
+        return bool(getattr(getattr(self, "module_", None), "packed_inputs", False))
 
     def get_iterator(self, dataset, training=False):
         """The batches of ``dataset`` in training (shuffled, subsampled) or validation order."""
@@ -196,6 +202,22 @@ class RankingNet(NeuralNet):
         if self.checks_batch_loss:
             self.check_finite_loss(step["loss"].detach(), "validation")
         return step
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        # skorch's loop, except the batch size: skorch's get_len asks every input for one length,
+        # which a packed batch (X holds its real documents, the mask its lists) does not have.
+        # The lists of a batch are the rows of its mask.
+        if iterator is None:
+            return
+        batch_count = 0
+        for batch in iterator:
+            self.notify("on_batch_begin", batch=batch, training=training)
+            step = step_fn(batch, **fit_params)
+            self.history.record_batch(prefix + "_loss", step["loss"].item())
+            self.history.record_batch(prefix + "_batch_size", int(batch[0]["mask"].shape[0]))
+            self.notify("on_batch_end", batch=batch, training=training, **step)
+            batch_count += 1
+        self.history.record(prefix + "_batch_count", batch_count)
 
     def notify(self, method_name, **cb_kwargs):
         """skorch's notify, except that the epoch's log row still prints when a callback stops training.
@@ -290,7 +312,8 @@ class RankingNet(NeuralNet):
         does not pad many short ones to its length (attention costs the square of it).
         """
         return QueryBatches(dataset.to(self.device), 1, device=self.device,
-                            documents=documents or self.prediction_documents, max_padding=PREDICTION_MAX_PADDING)
+                            documents=documents or self.prediction_documents, max_padding=PREDICTION_MAX_PADDING,
+                            packed=self.packed_inputs)
 
     def score_rows(self, dataset, *, documents=None):
         """Score every row of ``dataset`` (whole lists) in float32; float64 scores in the dataset's row order.
