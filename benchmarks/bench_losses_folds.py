@@ -153,6 +153,7 @@ def _save(store, path):
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
         json.dump(store, f, separators=(",", ":"))
+    os.chmod(f.name, 0o644)
     os.replace(f.name, path)
 
 
@@ -165,7 +166,7 @@ def run(store, path, datasets, folds, names, epochs, workers):
                     if _key(dataset, fold, name, lr) not in store["cells"]:
                         todo.append((dataset, fold, name, lr))
     print(f"{len(todo)} cells to run ({len(store['cells'])} stored)", flush=True)
-    start, load_start = time.time(), os.getloadavg()
+    start, load_start, date = time.time(), os.getloadavg(), time.strftime("%Y-%m-%d %H:%M")
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_init_worker) as pool:
         futures = {pool.submit(run_cell, *args, epochs): args for args in todo}
         for done, future in enumerate(as_completed(futures), 1):
@@ -177,11 +178,14 @@ def run(store, path, datasets, folds, names, epochs, workers):
             print(f"[{done}/{len(todo)} {(time.time() - start) / 60:.1f} min] {dataset} fold {fold} {name} "
                   f"lr={lr} vali {cell['vali_ndcg@10']:.4f} test NDCG@10 {np.mean(cell['ndcg@10']):.4f} "
                   f"({cell['seconds']:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
-    store["runs"].append({"date": time.strftime("%Y-%m-%d %H:%M"), "cells": len(todo),
+    command = " ".join(shlex.quote(a) for a in ["python", *sys.argv])
+    if os.environ.get("PYTHONPATH"):
+        command = f"PYTHONPATH={shlex.quote(os.environ['PYTHONPATH'])} {command}"
+    store["runs"].append({"date": date, "cells": len(todo),
                           "minutes": round((time.time() - start) / 60, 1), "workers": workers,
                           "load_start": [round(v, 2) for v in load_start],
                           "load_end": [round(v, 2) for v in os.getloadavg()],
-                          "command": " ".join(shlex.quote(a) for a in ["python", *sys.argv]),
+                          "command": command,
                           "library": _library()})
     _save(store, path)
 
@@ -232,7 +236,7 @@ def report(store, out, datasets, folds, names, epochs):
 
     runs = store["runs"]
     run_lines = "; ".join(
-        f"{r['date']}: {r['cells']} cells in {r['minutes']} min with {r['workers']} worker processes, load "
+        f"started {r['date']}: {r['cells']} cells in {r['minutes']} min with {r['workers']} worker processes, load "
         f"average (1/5/15 min) {'/'.join(f'{v:g}' for v in r['load_start'])} at the start, "
         f"{'/'.join(f'{v:g}' for v in r['load_end'])} at the end (`{r['command']}`; {r.get('library', '?')})"
         for r in runs)
@@ -255,7 +259,9 @@ def report(store, out, datasets, folds, names, epochs):
         "queries without a relevant document score 1 (LightGBM's convention). Test NDCG: mean over the test queries "
         "of the five folds (each query of the data set once) ± half-width of the 95% t-interval over those "
         "queries. lr: the selected learning rate of each fold, folds 1-5 in order. Seconds: fit time summed over "
-        "all fits of the loss (both learning rates, five folds), single-threaded, on a shared machine.",
+        "all fits of the loss (both learning rates, five folds), single-threaded, on a shared machine; the first fit "
+        "in each worker process also holds torch's one-off start-up (2 to 10 s in smoke runs, by the load), which "
+        "falls on the first loss run.",
     ]
     for dataset in datasets:
         title = DATASETS[dataset][0]
