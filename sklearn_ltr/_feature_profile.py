@@ -168,11 +168,14 @@ def _outside(X, columns, low, high):
         zeros_outside = (low > 0) | (high < 0)
         return outside + zeros_outside * (X.shape[0] - counts), present.astype(np.float64)
     outside, present = np.zeros(len(columns)), np.zeros(len(columns))
+    # Bounds in X's dtype, so that a float32 X is compared as it is, not upcast to float64: a value
+    # and its bound compare alike either way once the bounds are widened by FLOAT32_ROUNDING.
+    low, high = np.asarray(low).astype(X.dtype), np.asarray(high).astype(X.dtype)
     for start in range(0, X.shape[0], _CHUNK):
         part = X[start:start + _CHUNK, columns]
-        with np.errstate(invalid="ignore"):
-            outside += ((part < low) | (part > high)).sum(axis=0)
-        present += (~np.isnan(part)).sum(axis=0)
+        with np.errstate(invalid="ignore"):  # NaN is neither below nor above
+            outside += np.count_nonzero(part < low, axis=0) + np.count_nonzero(part > high, axis=0)
+        present += part.shape[0] - np.count_nonzero(np.isnan(part), axis=0)
     return outside, present
 
 

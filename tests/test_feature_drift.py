@@ -233,3 +233,17 @@ def test_float32_rounding_of_the_training_values_is_not_drift(dtype):
         ranker.predict(X.astype(dtype))
     with pytest.warns(FeatureDriftWarning, match="feature 1: 100% of the values outside"):
         ranker.predict(np.c_[X[:, :1], X[:, 1:2] * 1.001, X[:, 2:]].astype(dtype))
+
+
+def test_out_of_range_share_counts_only_present_values():
+    """The share outside the training range is of the non-missing values: NaN rows count for neither side."""
+    from sklearn_ltr._feature_profile import FeatureProfile, feature_drift
+
+    train = np.column_stack([np.linspace(0, 1, 50), np.linspace(0, 1, 50)])
+    column = np.full(100, np.nan)
+    column[:30] = 5.0  # 30 values outside [0, 1] ...
+    column[30:40] = 0.5  # ... of 40 present: 75%; of all 100 rows it would be 30%, under the 50% threshold
+    X = np.column_stack([np.linspace(0, 1, 100), column])
+    findings = dict(feature_drift(FeatureProfile.of(train), X))
+    assert list(findings) == [1]
+    assert "75% of the values outside the training range [0, 1]" in findings[1]
