@@ -1,8 +1,9 @@
 """Figures and CSV tables of the stored benchmark results (no benchmark is re-run).
 
-Reads ``benchmarks/results/quality.json`` (falling back to ``quality.md``), ``losses_mq2008.md`` and
-``debias.md``, as written by ``bench_quality.py``, ``bench_losses.py`` and ``bench_debias.py``, and writes
-next to them, with matplotlib's Agg backend:
+Reads ``benchmarks/results/quality.json`` (falling back to ``quality.md``), as written by
+``bench_quality.py``, and the frozen reports of two one-off studies, ``studies/results/losses_mq2008.md``
+and ``studies/results/debias.md`` (``studies/bench_losses.py``, ``studies/bench_debias.py``), and writes
+next to each report, with matplotlib's Agg backend:
 
 * ``quality_ndcg.png`` / ``quality_ndcg.csv``: test NDCG@1/5/10 per ranker, mean ± std over seeds,
   MQ2008 and OHSUMED side by side;
@@ -11,11 +12,11 @@ next to them, with matplotlib's Agg backend:
 * ``debias_ndcg.png`` / ``debias_ndcg.csv`` / ``debias_observation.csv``: NDCG@5 against the logging
   policy's quality ``w`` per method (MQ2008 and MSLR-shaped), and the learned observation curves.
 
-``debias_observation_curve.png`` is drawn by ``bench_debias.py`` itself (it needs the full curves, which
+``debias_observation_curve.png`` is drawn by ``studies/bench_debias.py`` itself (it needs the full curves, which
 the markdown report does not keep). The PNGs carry no date or software version, so re-running this script
 on unchanged results rewrites identical files (with the same matplotlib version).
 
-Run: ``python benchmarks/plot_results.py [--results benchmarks/results]`` (needs matplotlib; takes seconds).
+Run: ``python benchmarks/plot_results.py [--results DIR] [--out DIR]`` (needs matplotlib; takes seconds).
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# The loss comparison and the debiasing study are one-off studies: their reports and figures are in studies/.
+STUDY_RESULTS = Path(__file__).resolve().parents[1] / "studies" / "results"
+# Where each report is stored, as the figures name it.
+HOMES = {"quality.json": "benchmarks/results", "quality.md": "benchmarks/results",
+         "losses_mq2008.md": "studies/results", "debias.md": "studies/results"}
 METRICS = ("ndcg@1", "ndcg@5", "ndcg@10", "ndcg@10_paper")
 METRIC_NAMES = {"ndcg@1": "NDCG@1", "ndcg@5": "NDCG@5", "ndcg@10": "NDCG@10",
                 "ndcg@10_paper": "NDCG@10 (empty queries dropped)"}
@@ -270,7 +276,7 @@ def _pyplot():
 
 
 def _save(fig, path, source):
-    fig.text(0.995, 0.005, f"data: benchmarks/results/{source.name}", ha="right", va="bottom", fontsize=6,
+    fig.text(0.995, 0.005, f"data: {HOMES[source.name]}/{source.name}", ha="right", va="bottom", fontsize=6,
              color="0.4")
     fig.savefig(path, metadata=PNG_METADATA)
     fig.clf()
@@ -405,20 +411,27 @@ def plot_debias(ndcg, curves, source, out):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=RESULTS, help="folder of the stored results")
-    parser.add_argument("--out", type=Path, help="folder for the figures and CSVs (default: the --results folder)")
+    parser.add_argument("--results", type=Path,
+                        help="folder of every stored report (default: benchmarks/results for quality, "
+                             "studies/results for the loss comparison and the debiasing study)")
+    parser.add_argument("--out", type=Path,
+                        help="folder for the figures and CSVs (default: each beside the report it draws)")
     args = parser.parse_args(argv)
-    out = args.out or args.results
+    results = args.results or RESULTS
+    studies = args.results or STUDY_RESULTS
     try:
-        quality, quality_source = load_quality(args.results)
-        losses, losses_source = load_losses(args.results)
-        ndcg, curves, debias_source = load_debias(args.results)
+        quality, quality_source = load_quality(results)
+        losses, losses_source = load_losses(studies)
+        ndcg, curves, debias_source = load_debias(studies)
     except ResultsError as error:
         print(f"plot_results.py: {error}", file=sys.stderr)
         return 1
-    out.mkdir(parents=True, exist_ok=True)
-    written = [*plot_quality(quality, quality_source, out), *plot_ablation(quality, quality_source, out),
-               *plot_losses(losses, losses_source, out), *plot_debias(ndcg, curves, debias_source, out)]
+    for folder in {args.out or results, args.out or studies}:
+        folder.mkdir(parents=True, exist_ok=True)
+    written = [*plot_quality(quality, quality_source, args.out or results),
+               *plot_ablation(quality, quality_source, args.out or results),
+               *plot_losses(losses, losses_source, args.out or studies),
+               *plot_debias(ndcg, curves, debias_source, args.out or studies)]
     for path in written:
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
     return 0

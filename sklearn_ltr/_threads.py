@@ -5,7 +5,7 @@ wheels; one copy is shared by both). Between two parallel regions libgomp's idle
 spin for a while before they sleep. On an idle machine that saves a wake-up; on a machine
 whose cores are busy with other work, the spinning threads take CPU time from the threads
 that have work: on 2 busy cores, fits on MQ2008 took 19 to 65 times longer than with
-``OMP_WAIT_POLICY=PASSIVE``, with the same NDCG (``benchmarks/results/threads.md``).
+``OMP_WAIT_POLICY=PASSIVE``, with the same NDCG (``studies/results/threads.md``).
 
 :func:`apply_openmp_default` sets ``OMP_WAIT_POLICY=PASSIVE`` in the process environment,
 unless the user set any variable that says how idle OpenMP threads wait

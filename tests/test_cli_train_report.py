@@ -1,7 +1,7 @@
 """What ``train`` reports: the settings it trained with, and NDCG@10 under ``--empty-queries``.
 
 LambdaMART and RankNet train with the command line's own defaults (``CLI_DEFAULTS``, chosen on
-five LETOR folds: benchmarks/results/cli_defaults.md), ``--param`` over them; a ``settings:`` line shows
+five LETOR folds: studies/results/cli_defaults.md), ``--param`` over them; a ``settings:`` line shows
 every parameter that differs from the class's defaults, as a call of the class. The NDCG@10 that
 ``train`` prints follows ``--empty-queries`` as ``evaluate`` does, with the same footnote.
 """

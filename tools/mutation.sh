@@ -8,10 +8,10 @@
 #   bash tools/mutation.sh --results                 # the last run's table and survivors, no run
 #   bash tools/mutation.sh --results "sklearn_ltr.export.*"   # ... of the modules matching the patterns
 # MUTMUT_CHILDREN (default 2) sets mutmut's --max-children.
-# The table is markdown (benchmarks/results/mutation.md keeps the scores of each round).
+# The table is markdown (tools/results/mutation.md keeps the scores of each round).
 #
 # When a run ends (or is stopped with Ctrl-C / SIGTERM), the modules it covered are recorded in
-# benchmarks/results/mutation_runs.json (committed; mutmut's own records in mutants/ are not): for
+# tools/results/mutation_runs.json (committed; mutmut's own records in mutants/ are not): for
 # each module with mutants matching the run's patterns, the command, its start and end (UTC), the commit
 # at the start ("+changes" when the work tree differed from it) and the load average at the start and
 # the end. --results prints each module's last run beside its score ("not run": the mutants it did not
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 # inherits a started thread pool.
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 export SKLEARN_LTR_DATA="${SKLEARN_LTR_DATA:-$(cd .. && pwd)/shared/data}"
-RUNS=benchmarks/results/mutation_runs.json
+RUNS=tools/results/mutation_runs.json
 if [ "${1:-}" != "--results" ]; then
     START=$(date -u +%Y-%m-%dT%H:%M:%SZ) START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
     COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +changes)"

@@ -27,7 +27,7 @@ default's ``impute`` variant when the training data holds NaN and the model cann
 
 The command line trains a ranker with its constructor's defaults, except where
 :data:`CLI_DEFAULTS` sets its own (LambdaMART's and RankNet's, chosen on five LETOR folds of
-MQ2008 and OHSUMED: ``benchmarks/results/cli_defaults.md``); ``--param`` overrides either. ``train``
+MQ2008 and OHSUMED: ``studies/results/cli_defaults.md``); ``--param`` overrides either. ``train``
 prints the settings it used in one line (:func:`describe_settings`): the parameters that
 differ from the constructor's defaults, as a call of the class.
 
@@ -83,7 +83,7 @@ LAMBDAMART_PATIENCE = 50
 #: (best iteration 2 on MQ2008 fold 1), and 300 trees, which early stopping never reached there
 #: and which scored best without --valid. RankNet: the demo's learning rate and epoch budget,
 #: which beat the class's (lr 1e-3, 20 epochs) on both data sets. Measured over the five folds of
-#: MQ2008 and OHSUMED: benchmarks/results/cli_defaults.md (bench_cli_defaults.py). LambdaMART's
+#: MQ2008 and OHSUMED: studies/results/cli_defaults.md (bench_cli_defaults.py). LambdaMART's
 #: ``eval_at=(10,)``: the NDCG@10 that train reports and early-stops on (the class's (1, 3, 5, 10)
 #: would stop when any of four cut-offs stalls), set with or without --valid so that the settings
 #: line is the same.

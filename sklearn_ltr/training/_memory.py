@@ -62,7 +62,7 @@ _ACTIVATION_FACTOR = {"cpu": 5, "cuda": 3}
 #: ``batch_size="auto"``: at most this many queries per batch, and at least ``AUTO_MIN_BATCHES``
 #: batches per epoch (see :meth:`MemoryEstimate.auto_batch_size`). DASALC's MQ2008 NDCG@10 stayed within the
 #: seeds' spread from 8 to 471 queries a batch; 256 is the largest size measured with two
-#: batches an epoch (``benchmarks/results/batch_size_cpu.md``).
+#: batches an epoch (``studies/results/batch_size_cpu.md``).
 AUTO_BATCH_CAP = 256
 AUTO_MIN_BATCHES = 2
 
@@ -379,7 +379,7 @@ class MemoryEstimate:
 
         The cap is :data:`AUTO_BATCH_CAP` queries and at most one query in
         :data:`AUTO_MIN_BATCHES` of the training set, so that an epoch keeps several optimiser
-        steps: the range where quality held (``benchmarks/results/batch_size_cpu.md``). Below the cap, the
+        steps: the range where quality held (``studies/results/batch_size_cpu.md``). Below the cap, the
         batch is the largest whose estimate (its lists padded to the longest training list, as the
         batch of the longest lists is) fits in :data:`MEMORY_FRACTION` of the memory available on
         the device now; at least 1 (:meth:`check_training` then refuses a list too long for

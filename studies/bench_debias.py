@@ -32,8 +32,8 @@ Observation Dropout and Gradient Reversal (both additive, as in Zhang et al.) wi
 ``TwoTowerDebiasedRanker``; all networks share one relevance tower size and one training
 budget, both boosted models 100 trees at learning rate 0.05.
 
-Run: ``python benchmarks/bench_debias.py [--data-dir ../shared/data] [--n-jobs 2]``; writes
-``benchmarks/results/debias.md`` and ``benchmarks/results/debias_observation_curve.png``
+Run: ``python studies/bench_debias.py [--data-dir ../shared/data] [--n-jobs 2]``; writes
+``studies/results/debias.md`` and ``studies/results/debias_observation_curve.png``
 (needs matplotlib). ``--quick`` runs a smoke test in about a minute (small MSLR-shaped data,
 one seed, w in {1, 0}, two epochs) and writes to a temporary directory unless ``--out`` is given.
 """
@@ -226,7 +226,7 @@ def main():
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--validation", action="store_true",
                         help="evaluate on MQ2008's vali.txt and unseen synthetic queries (for choosing settings)")
-    parser.add_argument("--out", default=None, help="output folder (default: benchmarks/results)")
+    parser.add_argument("--out", default=None, help="output folder (default: studies/results)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: 300 + 100 MSLR-shaped queries, one seed, w in {1, 0}, two epochs; "
                              "writes to a temporary folder unless --out is given")

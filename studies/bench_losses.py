@@ -6,7 +6,7 @@ On MQ2008 Fold 1 (read from ``$SKLEARN_LTR_DATA`` or ``../shared/data``), the sa
 NDCG@10 from a small grid (the same budget for every loss); the chosen setting is then
 trained with three seeds and scored on ``test.txt``. LambdaMART is shown for reference.
 
-Run: ``python benchmarks/bench_losses.py`` (writes ``benchmarks/results/losses_mq2008.md``).
+Run: ``python studies/bench_losses.py`` (writes ``studies/results/losses_mq2008.md``).
 """
 
 from __future__ import annotations

@@ -62,11 +62,11 @@ paired with the reference trainer's cells). Each (data set, trainer) is one stud
 
 Run (from the repository root)::
 
-    PYTHONPATH=. python benchmarks/bench_debias_protocols.py --study mq2008
-    PYTHONPATH=. python benchmarks/bench_debias_protocols.py --study both --seeds 3 \\
+    PYTHONPATH=. python studies/bench_debias_protocols.py --study mq2008
+    PYTHONPATH=. python studies/bench_debias_protocols.py --study both --seeds 3 \\
         --batch-size 64 --dropout-on hidden --no-ours
-    PYTHONPATH=. python benchmarks/bench_debias_protocols.py --study both --seeds 3 --library
-    PYTHONPATH=. python benchmarks/bench_debias_protocols.py --quick --out /tmp/debias_protocols_quick
+    PYTHONPATH=. python studies/bench_debias_protocols.py --study both --seeds 3 --library
+    PYTHONPATH=. python studies/bench_debias_protocols.py --quick --out /tmp/debias_protocols_quick
 
 Each run stores its study in ``debias_protocols.json`` under ``"<data set> <trainer>"``
 (per-query values, curves, epochs, sizes, times; other studies already in the file are kept)
@@ -511,7 +511,7 @@ def report(results, machine):
         "Do the published gains of the two-tower models (Zhang et al., KDD 2023, as reproduced by "
         "`yng87/unbiased-ltr`: at w = 1 " + ", ".join(f"{k} {v:.3f}" for k, v in PUBLISHED_W1.items())
         + " NDCG@5 on MSLR-WEB30K) come from the click simulation? The same reference trainer "
-        "(`benchmarks/debias_protocols.py`, the repository's set-up) is trained on click logs that differ only in "
+        "(`studies/debias_protocols.py`, the repository's set-up) is trained on click logs that differ only in "
         "the display-position rule: **(a)** a document's rank in the logging ordering "
         "`w * y + (1 - w) * Uniform(0, y_max)` (`simulate_clicks`, the design's rule); **(b)** the repository's "
         "`argsort(-scores) + 1` in row order, the inverse permutation of the ranks, under which a document's "

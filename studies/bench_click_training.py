@@ -25,7 +25,7 @@ Variants (``VARIANTS``; each a dict of changes to the study's set-up):
 
 Run (from the repository root; about 10 min on 2 cores)::
 
-    PYTHONPATH=. python benchmarks/bench_click_training.py [--seeds 0 1] [--datasets mq2008 mslr]
+    PYTHONPATH=. python studies/bench_click_training.py [--seeds 0 1] [--datasets mq2008 mslr]
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ ten values of 1/k fall inside the estimator's bootstrap band.
 
 Run (from the repository root)::
 
-    PYTHONPATH=. python benchmarks/bench_propensity.py
-    PYTHONPATH=. python benchmarks/bench_propensity.py --quick --out /tmp/propensity_quick
+    PYTHONPATH=. python studies/bench_propensity.py
+    PYTHONPATH=. python studies/bench_propensity.py --quick --out /tmp/propensity_quick
 
 Each finished cell is saved at once in ``propensity.json`` (a cut-off run resumes); the run
 rewrites ``propensity.md`` and ``propensity_curves.png``.
@@ -328,7 +328,7 @@ def main(argv=None):
         import torch
 
         torch.set_num_threads(1)
-    command = "PYTHONPATH=. python benchmarks/bench_propensity.py" + ("" if argv is None else " " + " ".join(argv))
+    command = "PYTHONPATH=. python studies/bench_propensity.py" + ("" if argv is None else " " + " ".join(argv))
     if argv is None and len(sys.argv) > 1:
         command += " " + " ".join(sys.argv[1:])
     if args.report_only:

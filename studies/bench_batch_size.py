@@ -6,8 +6,8 @@ and print the NDCG@10 on ``test.txt``, the number of optimiser steps, and the fi
 larger batch takes fewer steps per epoch: past some size the model is under-trained at the
 same number of epochs, and the cap of ``"auto"`` sits below that size.
 
-Run: ``python benchmarks/bench_batch_size.py --data ../shared/data/mq2008`` (about 10 minutes
-on 2 CPU cores with the defaults). Writes ``benchmarks/results/batch_size_<device>.md``;
+Run: ``python studies/bench_batch_size.py --data ../shared/data/mq2008`` (about 10 minutes
+on 2 CPU cores with the defaults). Writes ``studies/results/batch_size_<device>.md``;
 record the machine's load beside the times.
 """
 
@@ -71,7 +71,7 @@ def main(argv=None):
     text = (f"# {args.model}: NDCG@10 against batch size, MQ2008 Fold 1 ({args.device})\n\n"
             f"{len(np.unique(qid))} training queries, {args.epochs} epochs, default learning rate; torch "
             f"{torch.__version__}, load {load:.2f} at the end.\n\n"
-            f"`python benchmarks/bench_batch_size.py {' '.join(argv or [])}`\n\n" + "\n".join(rows) + "\n")
+            f"`python studies/bench_batch_size.py {' '.join(argv or [])}`\n\n" + "\n".join(rows) + "\n")
     out = Path(args.out or Path(__file__).parent / "results" / f"batch_size_{torch.device(args.device).type}.md")
     out.write_text(text)
     print(f"\nwrote {out}")

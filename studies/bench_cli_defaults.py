@@ -18,8 +18,8 @@ finishes), so an interrupted run continues where it stopped.
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/bench_cli_defaults.py            # LambdaMART
-    PYTHONPATH=. python benchmarks/bench_cli_defaults.py --model ranknet --folds 1
+    PYTHONPATH=. python studies/bench_cli_defaults.py            # LambdaMART
+    PYTHONPATH=. python studies/bench_cli_defaults.py --model ranknet --folds 1
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def main(argv=None):
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (--seed of train); the per-query values "
                                                      "are averaged over them (default 0)")
     parser.add_argument("--folds", default="1,2,3,4,5")
-    parser.add_argument("--out", type=Path, help="markdown report (default benchmarks/results/cli_defaults_MODEL.md)")
+    parser.add_argument("--out", type=Path, help="markdown report (default studies/results/cli_defaults_MODEL.md)")
     parser.add_argument("--rows", help="comma-separated row numbers to run, from 0 (default all)")
     parser.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated (default mq2008,ohsumed)")
     args = parser.parse_args(argv)
@@ -195,7 +195,7 @@ def main(argv=None):
     modes = [(True, rows)]
     if args.model in WITHOUT_VALID:
         modes.append((False, {name: params for name, params in rows.items() if name in WITHOUT_VALID[args.model]}))
-    out = args.out or ROOT / "benchmarks" / "results" / f"cli_defaults_{args.model}.md"
+    out = args.out or ROOT / "studies" / "results" / f"cli_defaults_{args.model}.md"
     cache = out.with_suffix(".json")
     cells = _load(cache)
     load_start, start = os.getloadavg()[0], time.perf_counter()
@@ -219,7 +219,7 @@ def main(argv=None):
               f"{os.cpu_count()} CPUs (shared), one thread, LightGBM {lightgbm.__version__}, "
               f"torch {torch.__version__}; load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at "
               f"the end; {time.perf_counter() - start:.0f} s (cells cached in {cache.name} are not rerun, except the "
-              f"CLI's own row).\n\nCommand: `PYTHONPATH=. python benchmarks/bench_cli_defaults.py --model {args.model}"
+              f"CLI's own row).\n\nCommand: `PYTHONPATH=. python studies/bench_cli_defaults.py --model {args.model}"
               f"{' --seeds ' + args.seeds if args.seeds != '0' else ''}`. Each cell trains as `sklearn-ltr train "
               f"--model {args.model} --train TRAIN [--valid VALI] [--param ...] --seed S` does (seeds "
               f"{', '.join(map(str, seeds))}, one thread), on the fold's train split, with its vali split as --valid; "

@@ -20,11 +20,11 @@ run CPU burners beside it, e.g. two ``python -c 'while True: pass' &``.
 
 Usage::
 
-    SKLEARN_LTR_DATA=../shared/data PYTHONPATH=. python benchmarks/bench_threads.py
+    SKLEARN_LTR_DATA=../shared/data PYTHONPATH=. python studies/bench_threads.py
     ... --models lambdamart --settings before after --out /tmp/threads.md
 
 It prints the table and writes it, with the command, to ``--out``
-(``benchmarks/results/threads.md``).
+(``studies/results/threads.md``).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def _cpu_name():
 
 _REPORT = """# Fit times with and without the library's OpenMP default (MQ2008 Fold 1)
 
-Command: `{command}` (`SKLEARN_LTR_DATA` and `PYTHONPATH=.` set; see `benchmarks/README.md`).
+Command: `{command}` (`SKLEARN_LTR_DATA` and `PYTHONPATH=.` set; see `studies/README.md`).
 Each row is one fit in a fresh Python process, on `train.txt`, scored on `test.txt`. Settings:
 `before`: `OMP_WAIT_POLICY` unset when torch or LightGBM loads its OpenMP runtime (what a fit from Python got
 before `import sklearn_ltr` set a default); `after`: `import sklearn_ltr` first, so `OMP_WAIT_POLICY=PASSIVE` is
@@ -144,7 +144,7 @@ def main(argv=None):
     parser.add_argument("--dasalc-epochs", type=int, default=5, help="DASALC's max_epochs (its default is 20)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed to one fit's process")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "threads.md"),
-                        help="where to write the report (default benchmarks/results/threads.md)")
+                        help="where to write the report (default studies/results/threads.md)")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "SETTING"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -174,7 +174,7 @@ def main(argv=None):
             at_load = {"before": "unset", "after": row["env_at_import"], "late": "unset (set after)"}[setting]
             say(f"| {name} | {setting} | {at_load} | {row['spin_count']} | {row['seconds']:.1f} "
                 f"| {row['cpu_seconds']:.1f} | {row['ndcg10']:.4f} | {row['load']:.1f} |")
-    command = " ".join(["python", "benchmarks/bench_threads.py", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(["python", "studies/bench_threads.py", *(argv if argv is not None else sys.argv[1:])])
     Path(args.out).write_text(_REPORT.format(command=command, table="\n".join(lines)))
 
 

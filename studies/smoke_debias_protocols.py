@@ -1,4 +1,8 @@
-"""The two-position-protocol study script (``benchmarks/bench_debias_protocols.py``): store, resume, summary.
+"""Smoke check of the two-position-protocol study (``studies/bench_debias_protocols.py``): store, resume, summary.
+
+Not in the test suite (the study's results are frozen); run it after changing the study's scripts::
+
+    PYTHONPATH=. python -m pytest studies/smoke_debias_protocols.py
 
 A ``--quick`` run on tiny MSLR-shaped data, the reference trainer and the library's variants,
 into a temporary folder: the store holds one study per trainer, the library's rows are trained
@@ -16,21 +20,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+STUDIES = Path(__file__).resolve().parent
 pytest.importorskip("matplotlib")
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCHMARKS))
+    sys.path.insert(0, str(STUDIES))
     try:
-        path = BENCHMARKS / "bench_debias_protocols.py"
+        path = STUDIES / "bench_debias_protocols.py"
         spec = importlib.util.spec_from_file_location("bench_debias_protocols", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         yield module
     finally:
-        sys.path.remove(str(BENCHMARKS))
+        sys.path.remove(str(STUDIES))
 
 
 QUICK = ["--quick", "--study", "mslr", "--n-jobs", "1", "--mslr-queries", "120", "40", "40", "--weights", "1"]
