@@ -214,3 +214,34 @@ def test_compare_rankings_values_unchanged():
     table = compare_rankings(y, scores, {"other": other}, groups, metric="ndcg", k=5, random_state=0)
     expected = ndcg_per_query(y, other, groups, k=5)[1] - ndcg_per_query(y, scores, groups, k=5)[1]
     assert table["other"].mean_difference == pytest.approx(expected.mean(), abs=1e-15)
+
+
+def test_evaluator_score_and_per_query_by_name_cutoff_and_default():
+    """score()/per_query(): "ndcg" by default, a cut-off in the name or as k, each metric's own values."""
+    from sklearn_ltr.metrics import mrr_score, ndcg_score
+
+    y_true, groups, y_score = [2, 0, 1, 0, 1, 3], [1, 1, 1, 2, 2, 3], [0.2, 0.9, 0.5, 0.3, 0.7, 0.1]
+    evaluator = RankingEvaluator(y_true, groups)
+    assert evaluator.score(y_score) == ndcg_score(y_true, y_score, groups)
+    assert evaluator.score(y_score, "ndcg@1") == evaluator.score(y_score, "ndcg", k=1) == ndcg_score(
+        y_true, y_score, groups, k=1)
+    assert evaluator.score(y_score, "mrr") == mrr_score(y_true, y_score, groups)
+    # Query 1 ranks grades 0, 1, 2: (1 / log2(3) + 3 / 2) / (3 + 1 / log2(3)) = 0.5869.
+    np.testing.assert_allclose(evaluator.per_query(y_score), [0.5869, 1.0, 1.0], atol=1e-4)
+    np.testing.assert_allclose(evaluator.per_query(y_score, "ndcg@1"), [0.0, 1.0, 1.0])
+    np.testing.assert_allclose(evaluator.per_query(y_score, "mrr"), [0.5, 1.0, 1.0])
+    assert repr(evaluator) == "RankingEvaluator(n_samples=6, n_queries=3)"
+
+
+def test_evaluator_refusals_name_the_evaluator_and_the_fix():
+    evaluator = RankingEvaluator([2, 0, 1, 0, 1], [1, 1, 1, 2, 2])
+    y_score = [0.2, 0.9, 0.5, 0.3, 0.7]
+    with pytest.raises(TypeError, match=r"^RankingEvaluator: metric='ndcg@5' already has a cut-off; do not pass k "
+                                        r"too\.$"):
+        evaluator.score(y_score, "ndcg@5", k=3)
+    for metric in ("nope", "nope@3"):
+        with pytest.raises(ValueError, match=r"^The 'metric' parameter of RankingEvaluator must be a registered "
+                                             r"metric; got unknown metric 'nope'"):
+            evaluator.score(y_score, metric)
+    with pytest.raises(ValueError, match=r"^the 'swapped_pairs' metric has no per-query values; use score\(\)\.$"):
+        evaluator.per_query(y_score, "swapped_pairs")
