@@ -47,7 +47,6 @@ import contextlib
 import importlib.util
 import itertools
 import os
-import platform
 import statistics
 import sys
 import time
@@ -58,6 +57,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import torch
+from _common import machine, utc_now
 
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr.datasets import make_ranking
@@ -249,8 +249,8 @@ def main():
         f"--epochs {args.epochs} --threads {args.threads}`",
         "",
         f"MSLR-shaped synthetic data (`make_ranking(preset=\"mslr\")`): {args.queries:,} queries, {len(y):,} "
-        f"documents, 136 features. {platform.machine()}, {os.cpu_count()} CPUs (shared), torch {torch.__version__}, "
-        f"{args.threads} torch threads, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Documents per second "
+        f"documents, 136 features. {machine('torch', cpus='{} CPUs (shared)', python=False)}, "
+        f"{args.threads} torch threads, {utc_now()}. Documents per second "
         f"of the median epoch after the first ({args.epochs} epochs). Adam lr {LR}, softmax (ListNet) loss. "
         f"allRank's slates are cut to {SLATE_LENGTH} documents (its documents count as trained).",
         "",

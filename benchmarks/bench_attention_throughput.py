@@ -49,7 +49,6 @@ import argparse
 import contextlib
 import math
 import os
-import platform
 import resource
 import statistics
 import time
@@ -58,6 +57,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
+from _common import machine
 from torch import nn
 from torch.nn import functional as F
 
@@ -299,8 +299,8 @@ def main():
         "",
         f"MSLR-shaped synthetic data: {queries:,} queries, {n_docs:,} documents, {N_FEATURES} features; "
         f"{len(batches)} batches of {args.batch_size} queries, whole lists (every document scored), "
-        f"{padded:.1%} padded slots, the same batches for every model. {platform.machine()}, {os.cpu_count()} "
-        f"CPUs shared with other users, torch {torch.__version__}, "
+        f"{padded:.1%} padded slots, the same batches for every model. "
+        f"{machine('torch', cpus='{} CPUs shared with other users', python=False)}, "
         f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}. Median of {epochs} timed epochs, models run in turn. "
         "CUDA: not measured (no GPU on this machine).",
         "",

@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import platform
-import sys
 import time
-from pathlib import Path
 from typing import ClassVar
 
 import torch
+from _common import command_line, device_name, machine, write_report
 from skorch.callbacks import Callback
 from torch.nn import functional as F
 
@@ -41,9 +39,6 @@ from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.exceptions import NonFiniteLossError
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.nn import _attention
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_compile import write_report  # the same Markdown report as the compile benchmark
 
 MODELS = {"SetRank": SetRankRanker, "DASALC": DASALCRanker}
 
@@ -184,10 +179,10 @@ def main(argv=None):
                         row = run(model, precision, batch, seed, variant, data, args)
                         print(row, flush=True)
                         rows.append(row)
-    device = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor() or "CPU"
+    device = device_name(args.device)
     write_report(f"# bf16 stability on {args.device}",
-                 f"{device}, torch {torch.__version__}; {args.queries} MSLR-shaped queries, {args.epochs} epochs. "
-                 f"Command: `python {' '.join(sys.argv)}`", rows, args.out)
+                 f"{device}, {machine('torch')}; {args.queries} MSLR-shaped queries, {args.epochs} epochs. "
+                 f"Command: `{command_line()}`", rows, args.out)
 
 if __name__ == "__main__":
     main()

@@ -38,15 +38,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import data_dir, machine
 
 import sklearn_ltr  # noqa: F401  (first: its OpenMP setting reaches torch and LightGBM)
 
-DATA = Path(os.environ.get("SKLEARN_LTR_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 RESULTS = Path(__file__).resolve().parent / "results"
 STORE = RESULTS / "click_models.json"
 REPORT = RESULTS / "click_models.md"
@@ -81,7 +80,7 @@ def load_dataset(name):
     from sklearn_ltr.datasets import load_svmlight_ranking
     from sklearn_ltr.preprocessing import QueryNormalizer
 
-    folder = DATA / ("mq2008/partitions" if name == "mq2008" else "mq2007-agg")
+    folder = data_dir("mq2008", "partitions") if name == "mq2008" else data_dir("mq2007-agg")
     parts = {split: [load_svmlight_ranking(folder / f"S{i}.txt") for i in ids]
              for split, ids in (("train", TRAIN_PARTITIONS[name]), ("vali", (4,)), ("test", (5,)))}
     n_features = max(X.shape[1] for split in parts.values() for X, _, _ in split)
@@ -291,7 +290,7 @@ def run(datasets, models, seeds, methods, workers):
             print(f"{key}: {scores} (load {os.getloadavg()[0]:.1f})", flush=True)
     store["runs"].append({"date": time.strftime("%Y-%m-%d"), "minutes": round((time.time() - start) / 60, 1),
                           "load": [round(load_start, 2), round(os.getloadavg()[0], 2)], "workers": workers,
-                          "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"})
+                          "machine": machine(python=False)})
     STORE.write_text(json.dumps(store, indent=1))
 
 

@@ -21,22 +21,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
+from _common import command_line, device_name, machine, sync, write_report
 
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.losses import get_loss
 from sklearn_ltr.training._batches import QueryBatches, QueryDataset
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_device import _sync  # the same wait for the device as the device benchmark
 
 MODELS = {"RankNet": (RankNetRanker, {"hidden_sizes": (144, 144)}), "DASALC": (DASALCRanker, {}),
           "SetRank": (SetRankRanker, {})}
@@ -48,13 +43,13 @@ def train_epochs(module, ranker, batches, epochs, device):
     loss = get_loss(ranker.loss, **(ranker.loss_params or {}))
     times = []
     for _ in range(epochs):
-        _sync(device)
+        sync(device)
         start = time.perf_counter()
         for inputs, labels in batches:
             optimizer.zero_grad(set_to_none=True)
             loss(module(inputs["X"], inputs["mask"]).float(), labels, inputs["mask"]).backward()
             optimizer.step()
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - start)
     return times
 
@@ -64,10 +59,10 @@ def score_passes(module, batches, passes, device):
     times, scores = [], None
     with torch.no_grad():
         for _ in range(passes):
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             scores = [module(inputs["X"], inputs["mask"])[inputs["mask"]] for inputs in batches]
-            _sync(device)
+            sync(device)
             times.append(time.perf_counter() - start)
     return times, torch.cat(scores)
 
@@ -126,26 +121,12 @@ def main(argv=None):
             row = {"model": name, "error": f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"}
         print(row, flush=True)
         rows.append(row)
-    device = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor() or "CPU"
+    device = device_name(args.device)
     load = os.getloadavg()[0]
     write_report(f"# torch.compile on {args.device}",
-                 f"{device}, torch {torch.__version__}, {torch.get_num_threads()} threads, load {load:.2f} at the "
+                 f"{device}, {machine('torch')}, {torch.get_num_threads()} threads, load {load:.2f} at the "
                  f"end; {len(X):,} MSLR-shaped documents ({args.queries} queries), {args.epochs} epochs. "
-                 f"Command: `python {' '.join(sys.argv)}`", rows, args.out)
-
-
-def write_report(title, description, rows, out=None):
-    """Print (and write to ``out``) a Markdown report: a title, a paragraph, and ``rows`` (dicts) as a table.
-
-    The columns are those of the widest row; a row without a column leaves it empty.
-    """
-    columns = max(rows, key=len)
-    lines = [title, "", description, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(row.get(column, "")) for column in columns) + " |" for row in rows]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if out:
-        Path(out).write_text(text)
+                 f"Command: `{command_line()}`", rows, args.out)
 
 
 if __name__ == "__main__":

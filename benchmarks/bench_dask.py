@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -35,6 +34,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = 4
@@ -169,7 +169,7 @@ def main():
 def _write(args, header, lines):
     """Rewrite the results file after every row, so an interrupted run keeps what it measured."""
     info = (
-        f"{platform.machine()}, {os.cpu_count()} CPUs shared with other jobs, Python {platform.python_version()}; "
+        f"{machine(cpus='{} CPUs shared with other jobs')}; "
         f"{args.trees} trees, random_state=0, {PARTS} input partitions"
     )
     text = "\n".join(

@@ -23,14 +23,13 @@ Writes ``benchmarks/results/device_<device>.md``. Record the machine's load besi
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from _common import command_line, device_name, machine_header, sync
 
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr._groups import QueryGroups
@@ -45,11 +44,6 @@ MODELS = {
     "DASALC": (DASALCRanker, {}),
     "SetRank": (SetRankRanker, {}),
 }
-
-
-def _sync(device):
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
 
 
 def fit_docs_per_second(ranker, n_docs):
@@ -70,14 +64,14 @@ def hand_loop_docs_per_second(ranker, X, y, qid, epochs, device):
     documents = sum(int(inputs["mask"].sum()) for inputs, _ in batches)
     times = []
     for _ in range(epochs):
-        _sync(device)
+        sync(device)
         start = time.perf_counter()
         for inputs, labels in batches:
             optimizer.zero_grad(set_to_none=True)
             scores = module(inputs["X"], inputs["mask"])
             loss(scores.float(), labels, inputs["mask"]).backward()
             optimizer.step()
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - start)
     return documents / float(np.median(times[1:] or times))
 
@@ -93,11 +87,11 @@ def module_docs_per_second(ranker, X, qid, repeats=3):
     best = np.inf
     with torch.no_grad():
         for _ in range(repeats):
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             for inputs in batches:
                 module(inputs["X"], inputs["mask"])
-            _sync(device)
+            sync(device)
             best = min(best, time.perf_counter() - start)
     return len(X) / best
 
@@ -170,12 +164,11 @@ def main(argv=None):
                        f"{module:,.0f} | {predict:,.0f} | {predict / module:.2f} | {distinct:.4f} | {ndcg:.4f} |")
                 print(row, flush=True)
                 rows.append(row)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or "CPU"
-    text = (f"# Neural rankers on {args.device}\n\n{device_name}, torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads, load {load:.2f} at the end; {len(X):,} MSLR-shaped documents "
-            f"({args.queries} queries), {args.epochs} epochs.\n\n`python benchmarks/bench_device.py "
-            f"{' '.join(argv)}`\n\n{header}\n|{'---|' * 11}\n" + "\n".join(rows) + "\n")
+    run = machine_header("torch", note=f"{torch.get_num_threads()} torch threads", load="at the end",
+                         command=command_line(argv))
+    text = (f"# Neural rankers on {args.device}\n\n{device_name(args.device)}; {len(X):,} MSLR-shaped documents "
+            f"({args.queries} queries), {args.epochs} epochs. {run}\n\n{header}\n|{'---|' * 11}\n"
+            + "\n".join(rows) + "\n")
     out = Path(args.out or Path(__file__).parent / "results" / f"device_{torch.device(args.device).type}.md")
     out.write_text(text)
     print(f"\nwrote {out}")

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import machine, utc_now
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: A small DASALC, so that an epoch over millions of rows stays minutes on a CPU; lists subsampled
@@ -223,8 +223,8 @@ def main(argv=None):
     lines = [
         "# Memory per process of DASALCRanker.fit: in memory against a memory map", "",
         f"`python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:] if argv is None else argv)}` on "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {os.cpu_count()} CPUs "
-        f"(shared with other work), torch threads 1 per process. Model: `DASALCRanker({MODEL})`, one epoch, "
+        f"{utc_now()}, {machine(cpus='{} CPUs (shared with other work)', python=False)}, torch threads 1 per "
+        f"process. Model: `DASALCRanker({MODEL})`, one epoch, "
         f"MSLR-shaped data (136 float32 features). Peaks are per process (the largest over the processes); "
         f"`RssAnon` is private anonymous memory, `Pss` counts shared file pages once, divided among the "
         f"processes that map them. Rows/s: documents trained on (after subsampling, all processes together) over "

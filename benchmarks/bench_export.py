@@ -15,12 +15,11 @@ Run: ``PYTHONPATH=. python benchmarks/bench_export.py`` (writes ``benchmarks/res
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
 from pathlib import Path
 
 import numpy as np
+from _common import data_dir, machine
 
 import sklearn_ltr  # noqa: F401  (before torch and lightgbm: it sets their OpenMP threads' wait policy)
 
@@ -40,13 +39,6 @@ EVALUATED = {
     "solr-linear": "Solr LinearModel evaluator",
     "solr-neural": "Solr NeuralNetworkModel evaluator",
 }
-
-
-def _data_dir():
-    for candidate in (os.environ.get("SKLEARN_LTR_DATA"), ROOT.parent / "shared" / "data"):
-        if candidate and (Path(candidate) / "mq2008").is_dir():
-            return Path(candidate)
-    raise SystemExit("benchmark data not found: set SKLEARN_LTR_DATA to ../shared/data")
 
 
 def _models(has_nan):
@@ -92,7 +84,6 @@ def main():
     import tempfile
     import warnings
 
-    import lightgbm
     import torch
     import xgboost
     from export_helpers import max_diff, mq2007_agg, mq2008, pairs_swapped_beyond, same_order_fraction
@@ -102,8 +93,8 @@ def main():
 
     torch.set_num_threads(2)
     warnings.simplefilter("ignore", FeatureDriftWarning)  # the table compares scores, not the test rows
-    data_dir = _data_dir()
-    sets = [("MQ2008 Fold 1 test", mq2008(data_dir)), ("MQ2007-agg S5 (NaN)", mq2007_agg(data_dir))]
+    data = data_dir("mq2008").parent
+    sets = [("MQ2008 Fold 1 test", mq2008(data)), ("MQ2007-agg S5 (NaN)", mq2007_agg(data))]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for data_name, ((X, y, qid), (X_test, _, qid_test)) in sets:
@@ -136,8 +127,7 @@ def main():
         f"MQ2007-agg S1-S3). LambdaMART: 100 trees of 31 leaves; RankNet: 5 epochs. Scored by XGBoost "
         f"{xgboost.__version__} (xgboost-json) or by the evaluator written from each format's documentation "
         f"(tests/engine_evaluators.py); Elasticsearch's native model on the float64 rows for a ranker alone "
-        f"(it compares doubles with LightGBM's own thresholds). LightGBM {lightgbm.__version__}, torch "
-        f"{torch.__version__}, Python {platform.python_version()}.",
+        f"(it compares doubles with LightGBM's own thresholds). {machine('lightgbm', 'torch', cpus=False)}.",
         "",
         "Columns: max |score - predict|; the fraction of test queries whose documents the export orders exactly "
         "as predict (ties in row order); the pairs of documents the export orders against predict although "

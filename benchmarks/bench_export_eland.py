@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import data_dir
 
 import sklearn_ltr  # noqa: F401  (before torch and lightgbm: it sets their OpenMP threads' wait policy)
 
@@ -63,7 +64,7 @@ def main():
     from sklearn_ltr.export import to_elasticsearch_ltr
 
     warnings.simplefilter("ignore")
-    data = Path(__import__("os").environ.get("SKLEARN_LTR_DATA", ROOT.parent / "shared" / "data"))
+    data = data_dir("mq2008").parent
     cases = []
     for label, ((X, y, qid), (X_test, _, qid_test)) in [("MQ2008 Fold 1 test", mq2008(data)),
                                                          ("MQ2007-agg S5 (NaN)", mq2007_agg(data))]:

@@ -21,14 +21,13 @@ Writes the table to ``benchmarks/results/lambdamart.md``.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import lightgbm
 import numpy as np
+from _common import data_dir, machine
 
 from sklearn_ltr.datasets import load_svmlight_ranking, make_ranking
 from sklearn_ltr.rankers import LambdaMARTRanker
@@ -107,8 +106,8 @@ def bench(name, X, y, groups, params, repeats):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_data = os.environ.get("SKLEARN_LTR_DATA", ROOT.parent / "shared" / "data")
-    parser.add_argument("--data-dir", type=Path, default=Path(default_data))
+    parser.add_argument("--data-dir", type=Path, default=data_dir(required=False),
+                        help="folder holding mq2008/ (default $SKLEARN_LTR_DATA or ../shared/data)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows (about)")
     parser.add_argument("--repeats", type=int, default=7, help="MQ2008 repetitions of each (synthetic: half, >= 3)")
     parser.add_argument("--n-estimators", type=int, default=100, help="trees on MQ2008")
@@ -159,8 +158,7 @@ def _row(r):
 def _table(results, params, synthetic_params):
     lines = [
         "LambdaMARTRanker fit+predict vs hand-sorted lightgbm.LGBMRanker fit+predict (median wall time)",
-        f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"LightGBM {lightgbm.__version__}; MQ2008: {params}; synthetic: {synthetic_params})",
+        f"({machine('lightgbm')}; MQ2008: {params}; synthetic: {synthetic_params})",
         "",
         HEADER,
         *(_row(r) for r in results),

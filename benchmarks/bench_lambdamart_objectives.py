@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from _common import data_dir, load_average, machine
 
 import sklearn_ltr  # noqa: F401  (first: its OpenMP setting reaches LightGBM)
 from sklearn_ltr.datasets import load_svmlight_ranking
@@ -45,14 +44,6 @@ PARAMS = {"n_estimators": 1000, "learning_rate": 0.05, "num_leaves": 31, "subsam
           "colsample_bytree": 0.8, "early_stopping_rounds": 50, "eval_at": (10,), "n_jobs": 2}
 
 
-def _data_dir(path):
-    if path is not None:
-        return Path(path)
-    if os.environ.get("SKLEARN_LTR_DATA"):
-        return Path(os.environ["SKLEARN_LTR_DATA"])
-    return ROOT.parent / "shared" / "data"
-
-
 def _dense(part):
     X, y, qid = part
     return (X.toarray() if sp.issparse(X) else np.asarray(X)), y, qid
@@ -62,13 +53,13 @@ def _concat(parts):
     return tuple(np.concatenate([part[k] for part in parts]) for k in range(3))
 
 
-def load(data_dir):
+def load(root):
     """``{name: (train, vali, test)}``, each an ``(X, y, qid)`` triple."""
     sets = {}
     for name, folder in (("MQ2008 Fold1", "mq2008/Fold1"), ("OHSUMED Fold1", "ohsumed/Fold1")):
-        sets[name] = tuple(_dense(load_svmlight_ranking(data_dir / folder / f"{split}.txt"))
+        sets[name] = tuple(_dense(load_svmlight_ranking(root / folder / f"{split}.txt"))
                            for split in ("train", "vali", "test"))
-    parts = [_dense(load_svmlight_ranking(data_dir / "mq2007-agg" / f"S{i}.txt")) for i in range(1, 6)]
+    parts = [_dense(load_svmlight_ranking(root / "mq2007-agg" / f"S{i}.txt")) for i in range(1, 6)]
     sets["MQ2007-agg S1-3/S4/S5"] = (_concat(parts[:3]), parts[3], parts[4])
     return sets
 
@@ -88,27 +79,25 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lambdamart_objectives.md"))
     args = parser.parse_args(argv)
-    import lightgbm  # after sklearn_ltr, so that its OpenMP setting applies
-    load_before = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"] * 3
+    load_before = load_average(sep=" ")
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = []
-    for name, (train, vali, test) in load(_data_dir(args.data_dir)).items():
+    for name, (train, vali, test) in load(Path(args.data_dir) if args.data_dir else data_dir()).items():
         for objective in OBJECTIVES:
             runs = [run_one(train, vali, test, objective, seed) for seed in args.seeds]
             ndcg, trees, seconds = (np.array(column, dtype=float) for column in zip(*runs, strict=True))
             rows.append((name, objective, ndcg, trees, seconds))
             print(f"{name:24s} {objective:12s} NDCG@10 {ndcg.mean():.4f} +- {ndcg.std():.4f}  "
                   f"trees {trees.mean():6.1f}  fit {seconds.mean():6.2f} s", flush=True)
-    load_after = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"] * 3
+    load_after = load_average(sep=" ")
     command = "PYTHONPATH=. python benchmarks/bench_lambdamart_objectives.py " + " ".join(argv or sys.argv[1:])
     lines = [
         "# LambdaMARTRanker: objective='lambdarank' vs 'rank_xendcg' (test NDCG@10)",
         "",
         f"Command: `{command.strip()}`  ",
         f"Date: {started:%Y-%m-%d %H:%M} UTC  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs shared with other jobs, Python "
-        f"{platform.python_version()}, LightGBM {lightgbm.__version__}  ",
-        f"Load average (1, 5, 15 min) before: {' '.join(load_before)}; after: {' '.join(load_after)}  ",
+        f"Machine: {machine('lightgbm', cpus='{} CPUs shared with other jobs')}  ",
+        f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}  ",
         f"Settings: {PARAMS}, seeds {args.seeds}; early stopping on the validation NDCG@10.",
         "",
         "| data | objective | test NDCG@10 (mean +- sd over seeds) | trees kept (mean) | fit seconds (mean) |",

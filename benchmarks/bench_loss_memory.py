@@ -19,11 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _common import machine, reset_peak_rss, status_kib
 
 PAIRWISE = ["ranknet", "lambdarank"]
 LISTWISE = [
@@ -39,23 +40,6 @@ LISTWISE = [
 LIMIT_BYTES = 2 * 1024**3
 MIB = 1024**2
 
-
-def _status_kib(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
-def _reset_peak_rss():
-    """Reset VmHWM to the current RSS (Linux >= 4.0); False where that is not allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def make_inputs(batch, length, device, seed=0):
@@ -90,8 +74,8 @@ def measure_one(name, batch, length, device):
         before = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
     else:
-        baseline_kib = _status_kib("VmRSS")
-        reset = _reset_peak_rss()
+        baseline_kib = status_kib("VmRSS")
+        reset = reset_peak_rss()
     start = time.perf_counter()
     value = loss(scores, labels, mask)
     value.backward()
@@ -102,7 +86,7 @@ def measure_one(name, batch, length, device):
         peak = torch.cuda.max_memory_allocated() - before
         method = "cuda.max_memory_allocated"
     else:
-        peak = (_status_kib("VmHWM") - baseline_kib) * 1024
+        peak = (status_kib("VmHWM") - baseline_kib) * 1024
         method = "VmHWM - VmRSS" if reset else "VmHWM - VmRSS (peak not reset: upper bound)"
     finite = bool(torch.isfinite(scores.grad).all())
     return {
@@ -164,8 +148,6 @@ def main(argv=None):
         print(json.dumps(measure_one(args.child, args.batch, args.length, args.device)))
         return 0
 
-    import torch
-
     rows = []
     for name in args.losses:
         row = run_child(name, args)
@@ -176,8 +158,7 @@ def main(argv=None):
     header = (
         f"# Ranking losses: peak memory of forward + backward\n\n"
         f"Batch {args.batch} queries x {args.length} documents, float32, device {args.device}; "
-        f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
-        f"{os.cpu_count()} CPUs. Measured by `{rows[0]['method'] if rows else ''}` in a fresh "
+        f"{machine('torch')}. Measured by `{rows[0]['method'] if rows else ''}` in a fresh "
         f"process per loss (`benchmarks/bench_loss_memory.py`). One [B, L, L] float32 tensor is "
         f"{args.batch * args.length**2 * 4 / MIB:,.0f} MiB.\n\n"
     )

@@ -1,6 +1,6 @@
 """Loss comparison over five LETOR folds: MQ2008, OHSUMED and MQ2007-agg, one network per loss.
 
-The protocol of ``bench_losses.py`` on every fold of three data sets: the same 64-32 ReLU
+The protocol of ``studies/bench_losses.py`` on every fold of three data sets: the same 64-32 ReLU
 network (``RankNetRanker(hidden_sizes=(64, 32), max_epochs=20, batch_size=32, device="cpu")``,
 Adam, no early stopping) is trained with each loss, seed 0, at each learning rate of the grid
 (1e-3, 1e-2). Per fold and loss, the learning rate with the better vali NDCG@10 is selected
@@ -11,7 +11,7 @@ The losses: ``lambdaloss`` (default scheme NDCG-Loss2++, ``mu=10``), ``lambdalos
 paper's NDCG-Loss2 scheme (``loss_params={"weighing_scheme": "ndcg_loss2"}``), ``hinge``
 (pairwise, RankSVM) and ``mse`` (pointwise), with ``softmax``, ``ranknet``, ``lambdarank`` and
 ``approx_ndcg`` as references, and a ``LambdaMARTRanker`` row (300 trees, learning rate 0.05,
-early stopping on vali after 30 rounds, as in ``bench_losses.py``; ``n_jobs=1``).
+early stopping on vali after 30 rounds, as in ``studies/bench_losses.py``; ``n_jobs=1``).
 
 Data (``$SKLEARN_LTR_DATA`` or ``../shared/data``): the five partitions of each set through
 ``sklearn_ltr.model_selection.load_letor_fold`` (fold k: train S(k..k+2), vali S(k+3), test
@@ -49,6 +49,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
+from _common import data_dir, machine
 
 import sklearn_ltr  # first: its OpenMP setting reaches torch and LightGBM)
 
@@ -73,11 +74,6 @@ LOSSES = {
 NEW_LOSSES = ("lambdaloss", "lambdaloss_ndcg2", "hinge", "mse")
 LAMBDAMART = {"n_estimators": 300, "learning_rate": 0.05, "early_stopping_rounds": 30, "subsample": 0.8,
               "subsample_freq": 1, "random_state": 0, "n_jobs": 1}
-
-
-def data_dir():
-    default = Path(__file__).resolve().parents[2] / "shared" / "data"
-    return Path(os.environ.get("SKLEARN_LTR_DATA", default))
 
 
 def _init_worker():
@@ -231,9 +227,6 @@ def _inputs(store, dataset):
 
 
 def report(store, out, datasets, folds, names, epochs):
-    import lightgbm
-    import torch
-
     runs = store["runs"]
     run_lines = "; ".join(
         f"started {r['date']}: {r['cells']} cells in {r['minutes']} min with {r['workers']} worker processes, load "
@@ -242,15 +235,15 @@ def report(store, out, datasets, folds, names, epochs):
         for r in runs)
     lines = [
         "# Loss comparison over five LETOR folds: MQ2008, OHSUMED, MQ2007-agg", "",
-        f"Machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs (shared with other jobs); "
-        f"Python {platform.python_version()}, torch {torch.__version__}, LightGBM {lightgbm.__version__}. "
+        f"Machine: {platform.platform()}, {machine('torch', 'lightgbm', cpus='{} CPUs (shared with other jobs)')}. "
         f"Runs: {run_lines or 'none'}. Each worker process: `torch.set_num_threads(1)`; LambdaMART `n_jobs=1`.",
         "",
         f"Command: `SKLEARN_LTR_DATA=../shared/data python benchmarks/bench_losses_folds.py` (the protocol is the "
-        f"script's docstring; the report: `--report`). The network of `bench_losses.py`: `RankNetRanker(hidden_sizes="
-        f"(64, 32), loss=..., max_epochs={epochs}, batch_size=32, device=\"cpu\", random_state=0)`, Adam, no early "
-        f"stopping, trained once at each lr of {list(LEARNING_RATES)}; the lr with the better vali NDCG@10 is selected "
-        "per fold and that fitted model is scored on test. MQ2007-agg: `QueryNormalizer(\"reciprocal\")`, "
+        f"script's docstring; the report: `--report`). The network of `studies/bench_losses.py`: "
+        f"`RankNetRanker(hidden_sizes=(64, 32), loss=..., max_epochs={epochs}, batch_size=32, device=\"cpu\", "
+        f"random_state=0)`, Adam, no early stopping, trained once at each lr of {list(LEARNING_RATES)}; the lr "
+        "with the better vali NDCG@10 is selected per fold and that fitted model is scored on test. MQ2007-agg: "
+        "`QueryNormalizer(\"reciprocal\")`, "
         "`SimpleImputer(constant 0, add_indicator=True)`, `StandardScaler`, fitted on the training partitions "
         f"({_inputs(store, 'mq2007-agg')} inputs); MQ2008 ({_inputs(store, 'mq2008')}) and OHSUMED "
         f"({_inputs(store, 'ohsumed')}): the features as given; LambdaMART: raw features (NaN as is).",

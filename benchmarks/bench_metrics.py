@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 import sklearn.metrics
+from _common import machine
 
 from sklearn_ltr.metrics import RankingEvaluator, ndcg_score
 
@@ -185,8 +185,7 @@ def main():
     reference_name = "ranx (typed lists)" if "ranx_lists" in results else "the evaluator"
     lines = [
         f"NDCG@10 over {n:,} rows in {args.queries:,} interleaved queries of {args.length} documents",
-        f"({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"NumPy {np.__version__}; best and median of {args.repeat} runs, fast methods timed in alternating rounds;",
+        f"({machine('numpy')}; best and median of {args.repeat} runs, fast methods timed in alternating rounds;",
         "load = 1-minute load average after the best run, and its range over the runs)",
         "",
         f"Command: `python benchmarks/bench_metrics.py --queries {args.queries} --length {args.length} "

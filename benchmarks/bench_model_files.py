@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import pickle
-import platform
 import sys
 import time
 import warnings
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _common import machine
 
 HERE = Path(__file__).resolve().parent
 
@@ -99,8 +99,8 @@ def run(quick):
         "# Saved model files: size and trusted types, before and after issue 15",
         "",
         f"{X.shape[0]:,} rows, {len(np.unique(qid))} queries, {X.shape[1]} features (make_ranking), "
-        f"{'tiny models, 2 epochs (--quick)' if quick else 'default hyper-parameters, 5 epochs'}; torch "
-        f"{torch.__version__}, Python {platform.python_version()}, {platform.machine()}. Before: "
+        f"{'tiny models, 2 epochs (--quick)' if quick else 'default hyper-parameters, 5 epochs'}; "
+        f"{machine('torch', cpus=False)}. Before: "
         f"keep_training_state=True (the whole skorch net); after: the default. KiB = 1024 bytes.",
         "",
         "| ranker | weights | pickle before (KiB) | pickle after (KiB) | after / before | skops before (KiB) "

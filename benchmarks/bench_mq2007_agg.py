@@ -29,15 +29,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import data_dir, machine
 
 import sklearn_ltr  # noqa: F401  (first: its OpenMP setting reaches torch and LightGBM)
 
-DATA = Path(os.environ.get("SKLEARN_LTR_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 RESULTS = Path(__file__).resolve().parent / "results"
 STORE = RESULTS / "mq2007_agg.json"
 REPORT = RESULTS / "mq2007_agg.md"
@@ -112,7 +111,7 @@ def run_cell(fold, model, variant):
     from sklearn_ltr.metrics import ndcg_per_query
     from sklearn_ltr.model_selection import load_letor_fold
 
-    train, vali, test = load_letor_fold(DATA / "mq2007-agg", fold)
+    train, vali, test = load_letor_fold(data_dir("mq2007-agg"), fold)
     steps = _steps(variant, model)
     X = _apply(steps, train[0], train[2], fit=True)
     X_vali = _apply(steps, vali[0], vali[2], fit=False)
@@ -170,14 +169,12 @@ def _per_query(store, model, variant, metric):
 
 
 def report(store):
-    import torch
-
     from sklearn_ltr.metrics import paired_significance
 
     runs = store["runs"]
     lines = [
         "# MQ2007-agg (LETOR 4.0, rank aggregation, NULL = missing): preprocessing by ranker, five folds", "",
-        f"{platform.machine()}, {os.cpu_count()} CPUs (shared), torch {torch.__version__}; "
+        f"{machine('torch', cpus='{} CPUs (shared)', python=False)}; "
         + "; ".join(f"run of {r['date']}: {r['minutes']} min, load {r['load'][0]} -> {r['load'][1]}" for r in runs)
         + ".", "",
         "Command: `PYTHONPATH=. python benchmarks/bench_mq2007_agg.py` (the protocol is the script's docstring). "

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from _common import machine
 from skorch.callbacks import Callback
 
 from sklearn_ltr import RankNetRanker
@@ -123,7 +123,7 @@ def main():
     lines = [
         f"RankNetRanker training throughput: {args.queries:,} MSLR-shaped queries, {n_docs:,} documents, "
         f"136-144-144-1 ReLU, batch {args.batch_size} queries, device {args.device}",
-        f"({platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}; "
+        f"({machine('torch', cpus=False, python=False)}, {torch.get_num_threads()} torch threads; "
         f"median of {args.epochs} epochs after the first; load average at start {os.getloadavg()[0]:.1f}; "
         "docs/CPU-s divides by process CPU time, which other load on a shared machine barely changes)",
         "",

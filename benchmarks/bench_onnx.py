@@ -24,22 +24,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import data_dir, machine
 
 RESULTS = Path(__file__).parent / "results" / "onnx.md"
-
-
-def _data_dir():
-    for candidate in (os.environ.get("SKLEARN_LTR_DATA"), Path(__file__).resolve().parents[2] / "shared" / "data",
-                      Path(__file__).resolve().parents[1] / "shared" / "data"):
-        if candidate and (Path(candidate) / "mq2008").is_dir():
-            return Path(candidate)
-    raise SystemExit("MQ2008 not found: set SKLEARN_LTR_DATA to the folder holding mq2008/Fold1/.")
 
 
 def _rankers(quick):
@@ -180,13 +172,9 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, default=RESULTS, help="report file (markdown)")
     args = parser.parse_args(argv)
 
-    import lightgbm
-    import onnxruntime
-    import torch
-
     from sklearn_ltr.datasets import load_svmlight_ranking
 
-    fold = _data_dir() / "mq2008" / "Fold1"
+    fold = data_dir("mq2008", "Fold1")
     data = load_svmlight_ranking(fold / "train.txt"), load_svmlight_ranking(fold / "test.txt")
     rows = []
     for name, make in _rankers(args.quick).items():
@@ -204,8 +192,7 @@ def main(argv=None):
         "",
         f"{n_test:,} test documents in {len(np.unique(data[1][2]))} queries, 46 features; trained on Fold 1 train "
         f"({'quick networks' if args.quick else 'default architectures'}, 2 epochs; LambdaMART 100 trees). "
-        f"{platform.machine()}, {os.cpu_count()} CPUs shared with other jobs, torch {torch.__version__}, "
-        f"onnxruntime {onnxruntime.__version__}, LightGBM {lightgbm.__version__}, Python {platform.python_version()}. "
+        f"{machine('torch', 'onnxruntime', 'lightgbm', cpus='{} CPUs shared with other jobs')}. "
         f"Documents per second, median of {args.repeats} runs after a warm-up; 1 / 2 = threads of torch or "
         f"LightGBM (predict) and of onnxruntime (intra-op). `OnnxScorer.predict` includes grouping rows by query, "
         f"padding and un-padding; `session.run` is the model alone on the same padded batches built beforehand. "

@@ -31,11 +31,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _common import device_name, machine, utc_now
 
 RESULTS = Path(__file__).parent / "results" / "predict_scale.md"
 TRAIN_QUERIES = 300
@@ -207,7 +208,6 @@ def _describe_sizes(sizes):
 
 def speed(args):
     """Print and write predict against the module and the host-fed module, per model and size."""
-    import numpy as np
     import torch
 
     from sklearn_ltr.datasets import make_ranking
@@ -236,10 +236,10 @@ def speed(args):
                         f"{row['predict'] / row['host-fed']:.2f} | {os.getloadavg()[0]:.2f} |")
                 print(line, flush=True)
                 lines.append(line)
-    device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or "CPU"
-    text = (f"# Predict against its limits on {args.device}\n\n{device_name} ({platform.machine()}), torch "
-            f"{torch.__version__}, numpy {np.__version__}, {torch.get_num_threads()} threads; "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {load_start:.2f} at the start "
+    processor = device_name(args.device)
+    text = (f"# Predict against its limits on {args.device}\n\n{processor}, "
+            f"{machine('torch', 'numpy', cpus=False, python=False)}, {torch.get_num_threads()} threads; "
+            f"{utc_now()}; load average {load_start:.2f} at the start "
             f"(last column: at the end of each row). Models trained one epoch on {TRAIN_QUERIES} MSLR-shaped "
             f"queries (model sizes: {_describe_sizes(args.model_sizes)}), then scoring "
             f"make_ranking(preset=\"mslr\") sets; best of {args.repeats} runs (on CUDA after an untimed one).\n\n"
@@ -295,7 +295,7 @@ def main():
         f"Predict throughput and memory at scale: make_ranking(preset=\"mslr-web30k\"), {rows[0]['queries']:,} "
         f"queries, {rows[0]['documents']:,} documents, 136 float32 features ({rows[0]['data_mb']:,.0f} MB); "
         f"models trained for one epoch (LambdaMART: 100 trees) on {TRAIN_QUERIES} queries, default architectures.",
-        f"({platform.machine()}, {args.threads} threads, torch {torch.__version__}; load average "
+        f"({machine('torch', cpus=False, python=False)}, {args.threads} threads; load average "
         f"{load:.2f} at start, {load_end:.2f} at end; \"added\" = peak resident memory during predict minus "
         f"resident memory before it, sampled every 20 ms; each row a fresh process)",
         "",

@@ -34,14 +34,11 @@ width, on the first three logs.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 import warnings
-from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
+from _common import data_dir, load_average, machine, utc_now
 
 import sklearn_ltr  # noqa: F401  (first: its OpenMP setting reaches LightGBM)
 from sklearn_ltr.clicks import estimate_propensity_document_em, estimate_propensity_em, estimate_propensity_harvesting
@@ -51,14 +48,13 @@ MAX_POSITION = 10
 #: The reference fit: the regression EM's relevance settings before issue 41 (50 trees of 31 leaves).
 REFERENCE_FIT = {"objective": "cross_entropy", "num_iterations": 50, "learning_rate": 0.1, "num_leaves": 31,
                  "min_data_in_leaf": 20, "verbosity": -1, "deterministic": True, "force_row_wise": True}
-DATA = Path(os.environ.get("SKLEARN_LTR_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def load(name):
     """Training rows ``(X, y, qid)`` of Fold 1 of a LETOR data set."""
     from sklearn_ltr.model_selection import load_letor_fold
 
-    folder = {"mq2008": DATA / "mq2008" / "partitions", "mq2007-agg": DATA / "mq2007-agg"}[name]
+    folder = data_dir("mq2008", "partitions") if name == "mq2008" else data_dir("mq2007-agg")
     X, y, qid = load_letor_fold(folder, 1)[0]
     return X, y.astype(np.int64), qid
 
@@ -150,8 +146,7 @@ def regression_em():
     rerun from the cold start, for the band's comparison. The reference fit of each log is the
     median of three, measured before and after its rows (the mean of the two is the divisor).
     """
-    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; "
-          f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {platform.machine()}, {os.cpu_count()} CPUs")
+    print(f"load average at start: {load_average(sep=' ')}; {utc_now()}; {machine(python=False)}")
     print("| log | estimate_propensity_em | rows | seconds | x one LightGBM fit | max rel. error 1-10 | truth in band "
           "| mean band width 2-10 |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -181,7 +176,7 @@ def regression_em():
                   f"{entry['error']:.3f} | {band} | {width} |", flush=True)
         print(f"<!-- {label}: one LightGBM fit (median of 3) {fit_before:.2f} s before the rows, "
               f"{fit_after:.2f} s after -->", flush=True)
-    print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average at end: {load_average(sep=' ')}")
 
 
 def main(argv=None):
@@ -201,8 +196,7 @@ def main(argv=None):
             ("mq2007-agg", 1.5, 0.7, 200, 1.0, None)]
     if args.quick:
         logs = [("mq2008", 1.5, 0.7, 15, 1.0, 0)]
-    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; "
-          f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {platform.machine()}, {os.cpu_count()} CPUs")
+    print(f"load average at start: {load_average(sep=' ')}; {utc_now()}; {machine(python=False)}")
     print("| log | estimator | rows | seconds | x one LightGBM fit | max rel. error 1-10 | truth in band |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     cache = {}
@@ -230,7 +224,7 @@ def main(argv=None):
             print(f"| {label} | {name} | {n:,} | {entry['seconds']:.1f} | {entry['ratio']:.2f} | "
                   f"{entry['error']:.2f} | {band} |", flush=True)
         print(f"<!-- {label}: one LightGBM fit {fit_seconds:.2f} s -->", flush=True)
-    print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average at end: {load_average(sep=' ')}")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -109,6 +108,7 @@ from joblib import Parallel, delayed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality_folds
+from _common import data_dir, machine, version
 
 DATASETS = ("mq2008", "ohsumed")
 MAX_EPOCHS, PATIENCE, BATCH = 60, 8, 32
@@ -232,7 +232,7 @@ def fold1_study(args):
     lines = [
         "# Ranking quality: MQ2008 and OHSUMED, Fold 1",
         "",
-        f"{platform.machine()}, {os.cpu_count()} CPUs (shared), {args.jobs} worker processes x 1 thread; "
+        f"{machine(cpus='{} CPUs (shared)', python=False)}, {args.jobs} worker processes x 1 thread; "
         f"whole script {elapsed / 60:.1f} min; load average {load_start[0]:.2f} at start, "
         f"{os.getloadavg()[0]:.2f} at end. Test NDCG, mean ± std over seeds {list(SEEDS)}; "
         f"DASALC-ens = RankingEnsemble of {args.members} DASALC models.",
@@ -340,8 +340,8 @@ def _header(store, settings, datasets, folds, jobs):
     lines = [
         f"# Ranking quality: {' and '.join(d.upper() for d in datasets)}, folds {', '.join(map(str, folds))}",
         "",
-        f"{platform.machine()}, {os.cpu_count()} CPUs (shared), {jobs} worker processes x 1 thread "
-        f"(torch {_version('torch')}, LightGBM {_version('lightgbm')}); {len(runs)} run(s) of the script, "
+        f"{machine(cpus='{} CPUs (shared)', python=False)}, {jobs} worker processes x 1 thread "
+        f"(torch {version('torch')}, LightGBM {version('lightgbm')}); {len(runs)} run(s) of the script, "
         f"{minutes:.1f} min in all; load average at start -> end of each run: {loads}.",
         "",
         f"Protocol: per data set, fold and model, the same budget of {settings['grid_size']} configurations, "
@@ -358,15 +358,6 @@ def _header(store, settings, datasets, folds, jobs):
     ]
     lines += [f"- {model}: " + "; ".join(f"#{i} `{c}`" for i, c in enumerate(grid)) for model, grid in grids.items()]
     return [*lines, ""]
-
-
-def _version(module):
-    try:
-        from importlib.metadata import version
-
-        return version(module)
-    except Exception:  # pragma: no cover - informative only
-        return "?"
 
 
 def folds_study(args):
@@ -427,8 +418,7 @@ def folds_study(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--study", choices=("folds", "fold1"), default="folds")
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get(
-        "SKLEARN_LTR_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")))
+    parser.add_argument("--data", type=Path, default=data_dir(required=False))
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None, help="the markdown report; the JSON and PNG go beside it")
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))

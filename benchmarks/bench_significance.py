@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import machine
 
 from sklearn_ltr.metrics import compare_rankings, ndcg_per_query, paired_significance
 
@@ -83,8 +83,7 @@ def main():
         f"Significance tests: {args.queries:,} queries x {args.resamples:,} resamples "
         f"(randomization sign flips and bootstrap resamples); compare_rankings also computes NDCG@10 "
         f"of every system from {args.queries * args.length:,} rows",
-        f"({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"NumPy {np.__version__}; best and median of {args.repeat} runs; load average "
+        f"({machine('numpy')}; best and median of {args.repeat} runs; load average "
         f"{load_before[0]:.2f} before, {load_after[0]:.2f} after (1-minute))",
         "",
         "| case | best (s) | median (s) |",

@@ -28,18 +28,15 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from _common import command_line, machine_header, reset_peak_rss, status_kib
 
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.training import _memory
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_loss_memory import _reset_peak_rss, _status_kib  # the same reading of /proc as the loss benchmark
 
 MODELS = {"DASALC": (DASALCRanker, {}), "SetRank": (SetRankRanker, {}),
           "RankNet (pairwise loss)": (RankNetRanker, {"loss": "ranknet"}),
@@ -52,12 +49,12 @@ QUICK_SHAPES = ((4, 500), (2, 1000), (16, 200), (1, 2000))
 
 
 def _resident_peak_growth(run):
-    """Bytes by which ``run()`` raised the process's resident peak (Linux; bench_loss_memory's reading)."""
-    if not _reset_peak_rss():
+    """Bytes by which ``run()`` raised the process's resident peak (Linux; read as bench_loss_memory reads it)."""
+    if not reset_peak_rss():
         raise RuntimeError("cannot reset the resident peak through /proc/self/clear_refs")
-    base = _status_kib("VmRSS")
+    base = status_kib("VmRSS")
     run()
-    return (_status_kib("VmHWM") - base) * 1024
+    return (status_kib("VmHWM") - base) * 1024
 
 
 def _batch(lists, docs, rng):
@@ -166,11 +163,9 @@ def main(argv=None):
         _memory.MemoryEstimate.check_training = check
         rows += ["", "DASALCRanker(batch_size=1024) on 1,000 MSLR-shaped queries: " + acceptance(args.device)]
         print(rows[-1], flush=True)
-    device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
-    load = os.getloadavg()[0]
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    text = (f"# Training memory against fit's estimate on {args.device}\n\n{device_name}, torch {torch.__version__}, "
-            f"{when}, load {load:.2f} at the end.\n\n`python benchmarks/bench_training_memory.py {' '.join(argv)}`\n\n"
+    processor = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
+    header = machine_header("torch", load="at the end", command=command_line(argv))
+    text = (f"# Training memory against fit's estimate on {args.device}\n\n{processor}. {header}\n\n"
             + "\n".join(rows) + "\n")
     kind = torch.device(args.device).type
     out = Path(args.out or Path(__file__).parent / "results" / f"training_memory_{kind}.md")

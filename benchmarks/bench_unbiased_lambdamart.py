@@ -27,17 +27,17 @@ Methods:
   XGBoost reads as the position).
 
 Run: ``SKLEARN_LTR_DATA=../shared/data PYTHONPATH=. python benchmarks/bench_unbiased_lambdamart.py
-[--seeds 2] [--models pbm cascade] [--early-stopping none|labels] [--out FILE]``.
+[--seeds 2] [--models pbm cascade] [--early-stopping none|labels]`` (prints the table).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import data_dir
 
 from sklearn_ltr.clicks import CascadeModel, PositionBasedModel, simulate_click_log
 from sklearn_ltr.datasets import load_svmlight_ranking
@@ -49,8 +49,8 @@ METHODS = ("naive", "lightgbm positions", "unbiased p=0", "unbiased p=1", "true 
            "library, unweighted", "xgboost naive", "xgboost unbiased")
 
 
-def load(data_dir):
-    fold = Path(data_dir) / "mq2008" / "Fold1"
+def load(root):
+    fold = Path(root) / "mq2008" / "Fold1"
     return {name: load_svmlight_ranking(fold / f"{name}.txt") for name in ("train", "vali", "test")}
 
 
@@ -104,7 +104,7 @@ def fit_predict(method, log, X, propensity, data, seed, early_stopping):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=os.environ.get("SKLEARN_LTR_DATA", "../shared/data"))
+    parser.add_argument("--data-dir", default=data_dir(required=False))
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--models", nargs="+", default=["pbm", "cascade"], choices=["pbm", "cascade"])

@@ -28,13 +28,13 @@ import ast
 import datetime
 import importlib.util
 import math
-import platform
 import sys
 import types
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from _common import machine
 
 from sklearn_ltr.losses import lambdaloss
 from sklearn_ltr.losses._common import check_inputs, sort_ranks
@@ -176,8 +176,8 @@ def main(argv=None):
     text = (
         "# lambdaloss against allRank's lambdaLoss\n\n"
         f"`{command}` on {datetime.date.today().isoformat()}: allRank {version} "
-        f"(`allrank/models/losses/lambdaLoss.py`, PADDED_Y_VALUE = {padded}, DEFAULT_EPS = {eps:g}), torch "
-        f"{torch.__version__}, Python {platform.python_version()}, CPU. {args.batches} random batches per row: "
+        f"(`allrank/models/losses/lambdaLoss.py`, PADDED_Y_VALUE = {padded}, DEFAULT_EPS = {eps:g}), "
+        f"{machine('torch', cpus=False)}, CPU. {args.batches} random batches per row: "
         "64 lists padded to 30 documents, real lengths 0 (an empty row), 1, 30 and uniform in 0-30, labels 0-4, "
         "scores N(0, 1); allRank with `reduction=\"sum\"` (log2, its default), `mu=10`, padding labels -1; "
         "`lambdaloss(..., reduction=\"sum\")` with the mask. Differences are of the batch's value and of the "
