@@ -1,4 +1,4 @@
-"""The package's layout rules: modules stay small (``tools/module_sizes.py``)."""
+"""The layout rules: modules stay small (``tools/module_sizes.py``), and the contracts of tools/import_contracts.py."""
 
 import importlib.util
 from pathlib import Path
@@ -54,3 +54,55 @@ def test_acyclic_contract_names_each_circle_once_with_its_lines():
         "p.a -> p.b (l.2) -> p.c (l.7) -> p.a (l.11)",
         "p.sub -> p.sub.d (l.1) -> p.sub (l.3)",
     ]
+
+
+def _contracts():
+    __import__("pytest").importorskip("importlinter")
+    spec = importlib.util.spec_from_file_location("import_contracts", ROOT / "tools" / "import_contracts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _script_folders(tmp_path, benchmark_source):
+    """A benchmarks/ folder with a shared module and one script of ``benchmark_source``, and a studies/ folder."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "studies").mkdir()
+    (tmp_path / "benchmarks" / "_common.py").write_text("def data_dir():\n    return None\n")
+    (tmp_path / "benchmarks" / "bench_other.py").write_text("def _helper():\n    return 1\n")
+    (tmp_path / "benchmarks" / "bench_x.py").write_text(benchmark_source)
+    (tmp_path / "studies" / "study_y.py").write_text("def load():\n    return 2\n")
+    return {"source": str(tmp_path / "benchmarks")}
+
+
+def test_folder_contract_refuses_every_way_of_importing_a_study(tmp_path):
+    contracts = _contracts()
+    kept = "import sys\nfrom pathlib import Path\n\nfrom _common import data_dir\n" \
+           "RESULTS = Path(__file__).parents[1] / 'studies' / 'results'  # reading results is no import\n"
+    options = {**_script_folders(tmp_path, kept), "forbidden": [str(tmp_path / "studies")]}
+    assert contracts.FolderImportsContract("c", {}, options).check(None, verbose=False).kept
+    for source in ("import study_y\n", "from studies.study_y import load\n",
+                   "def f():\n    from study_y import load\n",  # inside a function, after a sys.path change
+                   "import sys\nsys.path.insert(0, '../studies')\n",
+                   "import importlib.util\nimportlib.util.spec_from_file_location('y', 'studies/study_y.py')\n"):
+        (tmp_path / "benchmarks" / "bench_x.py").write_text(source)
+        check = contracts.FolderImportsContract("c", {}, options).check(None, verbose=False)
+        assert not check.kept, source
+        assert "bench_x.py" in check.metadata["broken"][0]
+
+
+def test_scripts_share_helpers_only_through_the_shared_module(tmp_path):
+    contracts = _contracts()
+    options = {**_script_folders(tmp_path, "from _common import data_dir\n"), "shared": ["_common"]}
+    assert contracts.SharedHelpersContract("c", {}, options).check(None, verbose=False).kept
+    (tmp_path / "benchmarks" / "bench_x.py").write_text("from bench_other import _helper\n")
+    check = contracts.SharedHelpersContract("c", {}, options).check(None, verbose=False)
+    assert not check.kept
+    assert "imports _helper from bench_other" in check.metadata["broken"][0]
+
+
+def test_every_script_of_benchmarks_and_studies_is_in_its_readme():
+    for folder in ("benchmarks", "studies"):
+        readme = (ROOT / folder / "README.md").read_text(encoding="utf-8")
+        missing = [path.name for path in sorted((ROOT / folder).glob("*.py")) if path.name not in readme]
+        assert not missing, f"{folder}/README.md does not name {missing}"
