@@ -233,3 +233,39 @@ def test_float32_rounding_of_the_training_values_is_not_drift(dtype):
         ranker.predict(X.astype(dtype))
     with pytest.warns(FeatureDriftWarning, match="feature 1: 100% of the values outside"):
         ranker.predict(np.c_[X[:, :1], X[:, 1:2] * 1.001, X[:, 2:]].astype(dtype))
+
+
+def test_out_of_range_share_counts_only_present_values():
+    """The share outside the training range is of the non-missing values: NaN rows count for neither side."""
+    from sklearn_ltr._feature_profile import FeatureProfile, feature_drift
+
+    train = np.column_stack([np.linspace(0, 1, 50), np.linspace(0, 1, 50)])
+    column = np.full(100, np.nan)
+    column[:30] = 5.0  # 30 values outside [0, 1] ...
+    column[30:40] = 0.5  # ... of 40 present: 75%; of all 100 rows it would be 30%, under the 50% threshold
+    X = np.column_stack([np.linspace(0, 1, 100), column])
+    findings = dict(feature_drift(FeatureProfile.of(train), X))
+    assert list(findings) == [1]
+    assert "75% of the values outside the training range [0, 1]" in findings[1]
+
+
+@pytest.mark.parametrize("screen_rows", [None, 64])
+def test_screened_columns_give_the_findings_of_the_full_count(monkeypatch, screen_rows):
+    """Screening the columns past the range on random rows changes no finding: the shares reported are exact."""
+    from sklearn_ltr import _feature_profile
+    from sklearn_ltr._feature_profile import FeatureProfile, feature_drift
+
+    rng = np.random.default_rng(0)
+    n = 20_000 if screen_rows is None else 1_000
+    train = rng.uniform(0, 1, size=(500, 4))
+    X = rng.uniform(0, 1, size=(n, 4))
+    X[: n * 6 // 10, 0] += 2.0  # 60% outside: reported
+    X[: n // 100, 1] += 2.0  # 1% outside: screened out, not reported
+    X[: n * 52 // 100, 2] -= 3.0  # 52% outside, below the range: reported
+    if screen_rows is not None:
+        monkeypatch.setattr(_feature_profile, "_SCREEN_ROWS", screen_rows)
+    screened = dict(feature_drift(FeatureProfile.of(train), X))
+    monkeypatch.setattr(_feature_profile, "_SCREEN_ROWS", n)  # no screening: every column counted
+    assert dict(feature_drift(FeatureProfile.of(train), X)) == screened
+    assert sorted(screened) == [0, 2]
+    assert "60% of the values outside" in screened[0] and "52% of the values outside" in screened[2]
