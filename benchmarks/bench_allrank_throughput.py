@@ -20,7 +20,8 @@ list at a time on the host.
 Rows, on ``make_ranking(preset="mslr")`` data (136 features, list lengths with mean about 122
 and a tail to 1,250), every model trained with Adam (lr 1e-3) and the softmax (ListNet) loss:
 
-- allRank FC: 136-144-144-1 ReLU; the same network as ``RankNetRanker(hidden_sizes=(144, 144))``;
+- allRank FC: 136-144-144-1 ReLU (``--fc-hidden``), the same network as
+  ``RankNetRanker(hidden_sizes=(144, 144))``;
 - hand packed loop: that network in a minimal torch loop that gathers each batch's real rows
   from flat tensors (queries shuffled in pools and bucketed by length, as ``fit`` does), scores
   them, scatters the scores into ``[lists, longest]`` for the loss: the upper bound of the
@@ -33,8 +34,9 @@ and a tail to 1,250), every model trained with Adam (lr 1e-3) and the softmax (L
   and ``SetRankRanker`` (2 MSAB blocks of width 96, one head, feed-forward 384, dropout 0.1).
 
 Throughput is real documents trained per second of an epoch (allRank: the documents of its cut
-slates), median of the epochs after the first; models run one after the other, each in its own
-turn, with the load average beside each.
+slates; the rows "lists cut to 240" train DASALC and SetRank with ``max_list_length=240``, the same
+work, and count the documents of the cut lists), median of the epochs after the first; models run
+one after the other, each in its own turn, with the load average beside each.
 
 Run: ``python benchmarks/bench_allrank_throughput.py --allrank-src DIR [--queries 2000] [--epochs 3]
 [--threads 2]`` (writes ``benchmarks/results/allrank_throughput.md``); ``--quick`` for a smoke run.
@@ -128,13 +130,13 @@ def allrank_loop(model, loss_fn, X, y, offsets, epochs, batch_size, seed=0):
     return _epoch_rates(times, documents)
 
 
-def packed_loop(X, y, offsets, epochs, batch_size, seed=0, pool_batches=50):
+def packed_loop(X, y, offsets, epochs, batch_size, hidden, seed=0, pool_batches=50):
     """The RankNet network and the softmax loss in a minimal loop over packed batches (no padded features)."""
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     X, y = torch.as_tensor(X), torch.as_tensor(y, dtype=torch.float32)
     starts, sizes = torch.as_tensor(offsets[:-1]), torch.as_tensor(np.diff(offsets))
-    network = MLPScorer(X.shape[1], hidden_sizes=(144, 144)).network
+    network = MLPScorer(X.shape[1], hidden_sizes=hidden).network
     optimizer = torch.optim.Adam(network.parameters(), lr=LR)
     loss_fn = get_loss("softmax")
     times = []
@@ -159,8 +161,12 @@ def packed_loop(X, y, offsets, epochs, batch_size, seed=0, pool_batches=50):
 
 
 def ranker_rate(ranker, X, y, groups):
+    """Documents trained per second of ``ranker.fit``: each list counts up to its ``max_list_length``."""
     ranker.fit(X, y, groups)
-    return _epoch_rates(list(ranker.history_[:, "dur"]), len(y))
+    sizes = np.bincount(np.unique(groups, return_inverse=True)[1])
+    cut = ranker.get_params().get("max_list_length")
+    documents = int(np.minimum(sizes, cut).sum()) if cut else len(y)
+    return _epoch_rates(list(ranker.history_[:, "dur"]), documents)
 
 
 @contextlib.contextmanager
@@ -180,6 +186,8 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fc-batch", type=int, default=32, help="queries per batch of the FC rows")
+    parser.add_argument("--fc-hidden", type=int, nargs="+", default=[144, 144],
+                        help="hidden widths of the FC network (RankNetRanker's default: 64 32)")
     parser.add_argument("--transformer-batch", type=int, default=64, help="queries per batch of the transformer rows")
     parser.add_argument("--quick", action="store_true", help="300 queries, 2 epochs; writes only to --out")
     parser.add_argument("--only", nargs="*", help="row names to run (default: all)")
@@ -195,10 +203,11 @@ def main():
     X, y, groups = np.ascontiguousarray(X[order], dtype=np.float32), y[order], groups[order]
     offsets = np.concatenate(([0], np.cumsum(np.bincount(groups))))
     epochs, fc_batch, tr_batch = args.epochs, args.fc_batch, args.transformer_batch
+    hidden = tuple(args.fc_hidden)
 
     def allrank_fc():
         torch.manual_seed(0)
-        model = make_model({"sizes": [144, 144], "input_norm": False, "activation": "ReLU", "dropout": 0.0}, None,
+        model = make_model({"sizes": list(hidden), "input_norm": False, "activation": "ReLU", "dropout": 0.0}, None,
                            {"d_output": 1, "output_activation": None}, X.shape[1])
         return allrank_loop(model, listnet, X, y, offsets, epochs, fc_batch)
 
@@ -210,7 +219,7 @@ def main():
         return allrank_loop(model, listnet, X, y, offsets, epochs, tr_batch)
 
     def ranknet():
-        return ranker_rate(RankNetRanker(hidden_sizes=(144, 144), loss="softmax", lr=LR, max_epochs=epochs,
+        return ranker_rate(RankNetRanker(hidden_sizes=hidden, loss="softmax", lr=LR, max_epochs=epochs,
                                          batch_size=fc_batch, device="cpu", random_state=0), X, y, groups)
 
     def ranknet_padded():
@@ -220,7 +229,7 @@ def main():
     rows = [  # (name, batch, what it is compared with, run)
         ("allRank FC", fc_batch, None, allrank_fc),
         ("hand packed loop (RankNet's network)", fc_batch, None,
-         lambda: packed_loop(X, y, offsets, epochs, fc_batch)),
+         lambda: packed_loop(X, y, offsets, epochs, fc_batch, hidden)),
         ("RankNetRanker, padded batches (before)", fc_batch, "fc", ranknet_padded),
         ("RankNetRanker, packed batches", fc_batch, "fc", ranknet),
         ("allRank transformer", tr_batch, None, allrank_transformer),
@@ -230,6 +239,13 @@ def main():
         ("SetRankRanker (MSAB)", tr_batch, "transformer", lambda: ranker_rate(
             SetRankRanker(**_SETRANK, loss="softmax", lr=LR, max_epochs=epochs, batch_size=tr_batch, device="cpu",
                           random_state=0), X, y, groups)),
+        # The same work as allRank's: lists cut to its slate length (relevant documents kept first).
+        (f"DASALCRanker, lists cut to {SLATE_LENGTH} as allRank's", tr_batch, "transformer", lambda: ranker_rate(
+            DASALCRanker(**_DASALC, lr=LR, max_epochs=epochs, batch_size=tr_batch, device="cpu", random_state=0,
+                         max_list_length=SLATE_LENGTH), X, y, groups)),
+        (f"SetRankRanker (MSAB), lists cut to {SLATE_LENGTH} as allRank's", tr_batch, "transformer",
+         lambda: ranker_rate(SetRankRanker(**_SETRANK, loss="softmax", lr=LR, max_epochs=epochs, batch_size=tr_batch,
+                                           device="cpu", random_state=0, max_list_length=SLATE_LENGTH), X, y, groups)),
     ]
     rates, results = {}, []
     for name, batch, against, run in rows:
@@ -246,12 +262,13 @@ def main():
         "# Training throughput side by side with allRank 1.4.3 (CPU)",
         "",
         f"`python benchmarks/bench_allrank_throughput.py --allrank-src DIR --queries {args.queries} "
-        f"--epochs {args.epochs} --threads {args.threads}`",
+        f"--epochs {args.epochs} --threads {args.threads} --fc-hidden {' '.join(map(str, hidden))}`",
         "",
         f"MSLR-shaped synthetic data (`make_ranking(preset=\"mslr\")`): {args.queries:,} queries, {len(y):,} "
         f"documents, 136 features. {machine('torch', cpus='{} CPUs (shared)', python=False)}, "
         f"{args.threads} torch threads, {utc_now()}. Documents per second "
-        f"of the median epoch after the first ({args.epochs} epochs). Adam lr {LR}, softmax (ListNet) loss. "
+        f"of the median epoch after the first ({args.epochs} epochs). Adam lr {LR}, softmax (ListNet) loss. FC "
+        f"network: 136-{'-'.join(map(str, hidden))}-1 ReLU. "
         f"allRank's slates are cut to {SLATE_LENGTH} documents (its documents count as trained).",
         "",
         "| model | batch (queries) | documents/s | vs allRank | vs hand packed loop | load (start → end) |",

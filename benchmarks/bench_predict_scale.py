@@ -208,6 +208,7 @@ def _describe_sizes(sizes):
 
 def speed(args):
     """Print and write predict against the module and the host-fed module, per model and size."""
+    import numpy as np
     import torch
 
     from sklearn_ltr.datasets import make_ranking
@@ -217,10 +218,15 @@ def speed(args):
     sizes = [int(q) for q in args.queries.split(",")]
     load_start = os.getloadavg()[0]
     data = {}
+    # Training and scored queries from one draw: the scored rows come from the training distribution, as in
+    # use (make_ranking draws each feature's scale per seed, so another seed's rows would all be drift).
+    X_all, y_all, qid_all = make_ranking(n_queries=TRAIN_QUERIES + max(sizes), preset="mslr", random_state=0)
+    query = np.unique(qid_all, return_inverse=True)[1]
+    train = query < TRAIN_QUERIES
+    X_train, y_train, qid_train = X_all[train], y_all[train], qid_all[train]
     for q in sizes:
-        X, _, qid = make_ranking(n_queries=q, preset="mslr", random_state=1)
-        data[q] = X, qid
-    X_train, y_train, qid_train = make_ranking(n_queries=TRAIN_QUERIES, preset="mslr", random_state=0)
+        rows = (query >= TRAIN_QUERIES) & (query < TRAIN_QUERIES + q)
+        data[q] = np.ascontiguousarray(X_all[rows]), qid_all[rows]
     header = ("| model | size | documents | predict docs/s | module docs/s | host-fed docs/s | predict / module "
               "| predict / host-fed | load |")
     lines = [header, "|" + " --- |" * 3 + " ---: |" * 6]
@@ -242,7 +248,8 @@ def speed(args):
             f"{utc_now()}; load average {load_start:.2f} at the start "
             f"(last column: at the end of each row). Models trained one epoch on {TRAIN_QUERIES} MSLR-shaped "
             f"queries (model sizes: {_describe_sizes(args.model_sizes)}), then scoring "
-            f"make_ranking(preset=\"mslr\") sets; best of {args.repeats} runs (on CUDA after an untimed one).\n\n"
+            f"queries of the same make_ranking(preset=\"mslr\") draw; best of {args.repeats} runs (on CUDA after an "
+            f"untimed one).\n\n"
             f"`python benchmarks/bench_predict_scale.py --speed --device {args.device} --queries {args.queries} "
             f"--repeats {args.repeats} --model-sizes {args.model_sizes}`\n\n" + "\n".join(lines) + "\n")
     out = Path(args.out or RESULTS.parent / f"predict_speed_{torch.device(args.device).type}.md")
