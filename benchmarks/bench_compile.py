@@ -76,7 +76,7 @@ def measure(name, cls, params, X, y, qid, args):
                                       generator=torch.Generator().manual_seed(0), device=device))
     groups = qid if ranker._list_context else np.zeros(len(X), dtype=np.int64)
     score_set = QueryDataset.from_arrays(QueryGroups(groups), X).to(device)
-    score_batches = [inputs for inputs, _, _ in ranker.net_.prediction_batches(score_set).with_rows()]
+    score_batches = list(ranker.net_.prediction_batches(score_set))
     documents = sum(int(inputs["mask"].sum()) for inputs, _ in train_batches)
     row = {"model": name}
     times = {}

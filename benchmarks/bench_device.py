@@ -83,7 +83,7 @@ def module_docs_per_second(ranker, X, qid, repeats=3):
     # As predict groups the rows: by query for a list-context model, one list for a pointwise one.
     groups = qid if ranker._list_context else np.zeros(len(X), dtype=np.int64)
     dataset = QueryDataset.from_arrays(QueryGroups(groups), X).to(device)
-    batches = [inputs for inputs, _, _ in net.prediction_batches(dataset).with_rows()]
+    batches = list(net.prediction_batches(dataset))
     best = np.inf
     with torch.no_grad():
         for _ in range(repeats):

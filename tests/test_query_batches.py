@@ -137,10 +137,10 @@ def test_packed_batches_hold_the_padded_batches_real_rows(sizes, batch_size, shu
     assert n_batches == len(padded)
 
 
-def test_packed_prediction_batches_of_equal_lists_are_views():
+def test_packed_validation_batches_of_equal_lists_are_views():
     """Consecutive lists of one length need no gather: the packed rows are the flat rows as they lie."""
     dataset, _, _, _ = _dataset([3, 3, 3], shuffle_rows=False)
-    batches = QueryBatches(dataset, 1, documents=9, packed=True)
+    batches = QueryBatches(dataset, 3, packed=True)  # not shuffled: validation's batches
     (inputs, _, rows), = list(batches.with_rows())
     assert inputs["X"].shape == (9, 3)
     assert inputs["X"].data_ptr() == dataset.rows["X"].data_ptr()

@@ -13,16 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_ltr import DASALCRanker, RankNetRanker
-from sklearn_ltr._blocks import padded_batches
+from sklearn_ltr._blocks import padded_batches, query_block_bounds
 from sklearn_ltr._groups import QueryGroups
 from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.losses import LOSS_MEMORY, LOSSES, pairwise_tensors, ranknet, register_loss, unregister_loss
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.nn import DASALCNet, MLPScorer, ModuleCost, SetRankNet, TwoTowerScorer
 from sklearn_ltr.training import ValidationNDCG, _memory
-from sklearn_ltr.training._batches import QueryBatches, QueryDataset
+from sklearn_ltr.training._batches import QueryDataset
 from sklearn_ltr.training._distributed import DataParallelMixin, DataParallelRankingNet, net_class_for
 from sklearn_ltr.training._net import RankingNet
+from sklearn_ltr.training._predict import dataset_blocks
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sklearn_ltr"
 
@@ -272,16 +273,29 @@ def test_padded_batches_fit_their_budget(sizes, documents, max_queries):
         assert limited or len(grown) * sizes[grown].max() > documents
 
 
-def test_query_batches_in_documents_cover_every_row_once():
-    sizes = [3, 9, 1, 4, 4, 7]
+def test_scoring_blocks_of_a_dataset_cover_every_row_once():
+    """score_rows' blocks: whole queries in the dataset's order, cut as predict cuts them, each row once."""
+    sizes = np.array([3, 9, 1, 4, 4, 7])
     groups = np.repeat(np.arange(len(sizes)), sizes)
     dataset = QueryDataset.from_arrays(QueryGroups(groups), np.arange(len(groups), dtype=float)[:, None])
-    batches = QueryBatches(dataset, 1, documents=12)
-    seen = []
-    for inputs, _, rows in batches.with_rows():
-        assert inputs["mask"].numel() <= 12 or inputs["mask"].shape[0] == 1
-        seen.extend(rows[inputs["mask"]].tolist())
-    assert sorted(seen) == list(range(len(groups))) and len(batches) == len(list(batches.with_rows()))
+    blocks = dataset_blocks(dataset, block_rows=8)
+    # A query starts a new block where its first row lies past a multiple of 8 rows, as in predict.
+    assert [block.sizes.tolist() for block in blocks] == [[3, 9], [1, 4], [4, 7]]
+    assert [block.rows for block in blocks] == [slice(0, 12), slice(12, 17), slice(17, 28)]
+    bounds = query_block_bounds(QueryGroups(groups), 8)
+    assert [block.sizes.tolist() for block in blocks] == [sizes[lo:hi].tolist() for lo, hi in
+                                                          itertools.pairwise(bounds)]
+    assert all(block.canonical for block in blocks)
+    # Rows used where they lie: a subset's blocks name the flat rows of its queries, through the index.
+    index = torch.as_tensor(np.concatenate([offset + np.arange(size)[::-1] for offset, size in
+                                            zip(np.cumsum(sizes) - sizes, sizes, strict=True)]))
+    offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(sizes)]))
+    in_place = QueryDataset(dataset.rows, None, offsets, starts=offsets[:-1], index=index)
+    subset = in_place.subset(torch.tensor([5, 1]))
+    (block,) = dataset_blocks(subset)
+    assert block.sizes.tolist() == [7, 9]
+    assert block.rows.tolist() == [27, 26, 25, 24, 23, 22, 21, 11, 10, 9, 8, 7, 6, 5, 4, 3]
+    assert dataset_blocks(dataset.subset(torch.tensor([], dtype=torch.int64))) == []
 
 
 @pytest.mark.parametrize("documents", [1, 7, 1 << 16])

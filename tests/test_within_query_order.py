@@ -251,3 +251,67 @@ def test_the_validation_callback_scores_rows_in_canonical_order(data):
         scored.append((rows, scores))
     (_, first_scores), (shuffled, shuffled_scores) = scored
     np.testing.assert_array_equal(shuffled_scores, first_scores[shuffled])
+
+
+_SCORERS = {
+    "RankNetRanker": lambda: RankNetRanker(hidden_sizes=(8,), **NEURAL),
+    "DASALCRanker": lambda: DASALCRanker(hidden_size=8, n_layers=1, n_attention_layers=1, n_heads=1, head_size=4,
+                                         **NEURAL),
+    "SetRankRanker": lambda: SetRankRanker(d_model=8, n_blocks=1, n_heads=2, **NEURAL),
+}
+
+
+@pytest.mark.parametrize("name", list(_SCORERS))
+def test_validation_scores_a_separate_set_as_predict_does(data, name):
+    """One scoring path: each validation row gets predict's score, whatever the order of its query's rows.
+
+    The set's rows are shuffled within their queries; both paths score each list in its canonical order, in the
+    same blocks and batches. float32 features, so that predict compares the rows' bytes as the validation set's
+    float32 copy holds them.
+    """
+    from sklearn_ltr.training import ValidationNDCG
+
+    X, y, qid = data
+    X = X.astype(np.float32)
+    train, valid = qid < 20, qid >= 20
+    rows = within_queries(qid[valid], 3)
+    X_val, y_val, qid_val = X[valid][rows], y[valid][rows], qid[valid][rows]
+    callback = ValidationNDCG(k=10, X=X_val, y=y_val, groups=qid_val, name="vali@10")
+    ranker = _SCORERS[name]().set_params(callbacks=[callback]).fit(X[train], y[train], qid[train])
+    predicted = ranker.predict(X_val, groups=qid_val)
+    assert ranker.history_[-1, "vali@10"] == ndcg_score(y_val, predicted, qid_val, k=10)
+    scoring = ValidationNDCG(k=10, X=X_val, y=y_val, groups=qid_val).initialize()
+    scores = np.full(len(qid_val), np.nan)
+    scores[scoring.order_] = ranker.net_.score_rows(scoring.dataset_)
+    if name == "RankNetRanker":
+        # A pointwise scorer's predict scores the rows in their input order as one list, whose matrix
+        # product gives a row last bits that depend on where it lies in the matrix (terms of ~1e3 with
+        # these heavy-tailed features: ~1e-6 absolute). A list-context model's lists are scored in the
+        # same order, batches and places on both paths: bit for bit.
+        np.testing.assert_allclose(scores, predicted, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(scores, predicted)
+
+
+def test_score_rows_scores_a_dataset_of_rows_used_where_they_lie(data):
+    """A training dataset over X itself (queries contiguous, read in canonical order): each row gets predict's score.
+
+    A subset of its queries (a held-out split) scores only its own queries' rows; the other rows stay NaN.
+    """
+    X, y, qid = data
+    order = np.argsort(qid, kind="stable")
+    X, y, qid = X[order].astype(np.float32), y[order], qid[order]
+    X = X[within_queries(qid, 4)]  # rows of a query in another order than the canonical one
+    ranker = SetRankRanker(d_model=8, n_blocks=1, n_heads=2, **NEURAL).fit(X, y, qid)
+    query_groups = QueryGroups(qid)
+    dataset = build_dataset(query_groups, X, y)
+    assert dataset.views and dataset.index is not None
+    expected = ranker.predict(X, groups=qid)
+    np.testing.assert_array_equal(ranker.net_.score_rows(dataset), expected)
+    # Other batches pad the lists to other lengths: attention sums in another order (~1e-7).
+    np.testing.assert_allclose(ranker.net_.score_rows(dataset, documents=7), expected, rtol=1e-5, atol=1e-6)
+    held = torch.tensor([1, 4, 5])
+    scores = ranker.net_.score_rows(dataset.subset(held))
+    rows = np.isin(query_groups.codes, held.numpy())
+    np.testing.assert_allclose(scores[rows], expected[rows], rtol=1e-5, atol=1e-6)
+    assert np.isnan(scores[~rows]).all()

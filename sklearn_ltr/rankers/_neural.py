@@ -32,14 +32,15 @@ from sklearn_ltr.training._device import is_cuda, resolve_device
 from sklearn_ltr.training._distributed import net_class_for
 from sklearn_ltr.training._memory import MemoryEstimate, module_cost
 from sklearn_ltr.training._net import CLICK_WEIGHTS, QuerySplit, RankingLoss, RankingNet, build_dataset
-from sklearn_ltr.training._predict import ScoringBlock, predict_scores
+from sklearn_ltr.training._predict import PREDICTION_BLOCK_ROWS, ScoringBlock, predict_scores
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, validate_estimator_params
 
 __all__ = ["OPTIMIZERS", "NeuralRanker"]
 
-#: Rows per prediction block (whole queries; a longer query is a block of its own): the
-#: float32 copy of a block is what predict adds to memory (about 36 MB for 136 features).
-_PREDICT_DOCUMENTS = 1 << 16
+#: Rows per prediction block (whole queries; a longer query is a block of its own): those of the
+#: scoring path (:data:`~sklearn_ltr.training._predict.PREDICTION_BLOCK_ROWS`), read here when predict
+#: plans its blocks.
+_PREDICT_DOCUMENTS = PREDICTION_BLOCK_ROWS
 
 
 class NeuralRanker(NeuralParameters, BaseRanker):

@@ -13,8 +13,6 @@ import math
 import numpy as np
 import torch
 
-from sklearn_ltr._blocks import padded_batches
-
 __all__ = ["CLICK_WEIGHTS", "QueryBatches", "QueryDataset"]
 
 #: The per-row input holding each document's inverse-propensity weight (``fit(..., propensity=...)``):
@@ -148,7 +146,9 @@ class QueryBatches:
 
     Each batch is ``({"X": [B, L, F], "mask": [B, L], extras...}, labels [B, L])``
     with ``L`` the longest list in the batch; padding holds zeros. A dataset with
-    query weights adds ``"weights"`` ``[B]`` to the inputs.
+    query weights adds ``"weights"`` ``[B]`` to the inputs. These are the batches of
+    training and of the validation of held-out queries; scoring (``predict``, a separate
+    validation set) runs :mod:`~sklearn_ltr.training._predict` instead.
 
     Parameters
     ----------
@@ -169,13 +169,6 @@ class QueryBatches:
         Where the batches are built.
     pool_batches : int, default=50
         Batches per shuffling pool.
-    documents : int, default=None
-        Without shuffling only: cut batches by padded documents instead of queries, each
-        holding as many lists of similar length as fit in ``documents`` padded slots (at
-        least one list). Prediction uses it so that its batches fill the device whatever
-        the training ``batch_size``.
-    max_padding : float, default=None
-        With ``documents``: at most this share of a batch's slots may be padding.
     packed : bool, default=False
         Gather the batch's features as packed rows: ``"X"`` is ``[n_real, F]``, the real
         documents only, in the row-major order of ``"mask"`` (what ``X[mask]`` would give),
@@ -186,7 +179,7 @@ class QueryBatches:
 
     def __init__(
         self, dataset, batch_size, *, shuffle=False, max_list_length=None, generator=None, device="cpu",
-        pool_batches=50, documents=None, max_padding=None, packed=False,
+        pool_batches=50, packed=False,
     ):
         self.dataset = dataset
         self.batch_size = batch_size
@@ -195,22 +188,15 @@ class QueryBatches:
         self.generator = generator
         self.device = device
         self.pool_batches = pool_batches
-        self.documents = documents
-        self.max_padding = max_padding
         self.packed = packed
 
     def __len__(self):
-        if self.documents is not None and not self.shuffle:
-            return len(self._batches())
         return math.ceil(len(self.dataset) / self.batch_size)
 
     def _batches(self):
         sizes = self.dataset.sizes.cpu()
         if not self.shuffle:
             order = torch.argsort(sizes, stable=True)
-            if self.documents is not None:
-                batches = padded_batches(sizes.numpy(), self.documents, max_padding=self.max_padding)
-                return [torch.as_tensor(b) for b in batches]
             return list(torch.split(order, self.batch_size))
         order = torch.randperm(len(sizes), generator=self.generator)
         batches = []
@@ -262,7 +248,7 @@ class QueryBatches:
         """The batch as views of the flat tensors when its lists are consecutive and of one length, else None.
 
         Such a batch needs no padding, no gather and no copy on the device holding the data:
-        prediction's batches of equal-length lists (a pointwise scorer's chunks) take this path.
+        validation batches of consecutive equal-length lists take this path.
         Modules read their inputs and never write them (none of :mod:`sklearn_ltr.nn` does).
         """
         if self.dataset.index is not None:  # the rows lie in another order than the dataset's

@@ -2,8 +2,9 @@
 
 :class:`RankingNet` is a :class:`skorch.NeuralNet` whose items are queries: it
 iterates over padded, length-bucketed batches (:mod:`~sklearn_ltr.training._batches`),
-computes a mask-aware ranking loss, splits validation data by query, and predicts one
-score per row. Its variation points are declared, never patched:
+computes a mask-aware ranking loss, splits validation data by query, and scores one
+row of a query dataset through the rankers' one scoring path
+(:mod:`~sklearn_ltr.training._predict`). Its variation points are declared, never patched:
 
 - ``precision`` (:mod:`~sklearn_ltr.training._precision`) is read in :meth:`RankingNet.infer`
   alone, and only in training: scoring always runs in float32;
@@ -35,12 +36,10 @@ from sklearn_ltr.training._batches import CLICK_WEIGHTS, QueryBatches, QueryData
 from sklearn_ltr.training._device import is_cuda
 from sklearn_ltr.training._mapped import in_place_dataset
 from sklearn_ltr.training._precision import check_precision, training_autocast
+from sklearn_ltr.training._predict import dataset_blocks, dataset_inputs, device_batches, predict_scores
 from sklearn_ltr.training._state import inference_net, inference_state, is_inference_state, restore_inference_net
 
-__all__ = ["CLICK_WEIGHTS", "PREDICTION_MAX_PADDING", "QuerySplit", "RankingLoss", "RankingNet", "build_dataset"]
-
-#: Share of a prediction batch's slots that may be padding.
-PREDICTION_MAX_PADDING = 0.25
+__all__ = ["CLICK_WEIGHTS", "QuerySplit", "RankingLoss", "RankingNet", "build_dataset"]
 
 
 class RankingLoss(torch.nn.Module):
@@ -306,39 +305,32 @@ class RankingNet(NeuralNet):
         return self
 
     def prediction_batches(self, dataset, *, documents=None):
-        """The batches :meth:`score_rows` runs: lists of similar length, at most ``documents`` padded slots.
+        """Yield the module's inputs of each batch that :meth:`score_rows` runs over ``dataset``, on the device.
 
-        At most :data:`PREDICTION_MAX_PADDING` of a batch's slots are padding: a long list
-        does not pad many short ones to its length (attention costs the square of it).
+        The blocks, staging and batches of the scoring path
+        (:func:`~sklearn_ltr.training._predict.device_batches`); for timing the module alone.
         """
-        return QueryBatches(dataset.to(self.device), 1, device=self.device,
-                            documents=documents or self.prediction_documents, max_padding=PREDICTION_MAX_PADDING,
-                            packed=self.packed_inputs)
+        X, extras = dataset_inputs(dataset)
+        wanted = documents or self.prediction_documents
+        return device_batches(self, X, dataset_blocks(dataset), documents=lambda sizes: wanted, extras=extras)
 
     def score_rows(self, dataset, *, documents=None):
         """Score every row of ``dataset`` (whole lists) in float32; float64 scores in the dataset's row order.
 
-        Batches pad to at most ``documents`` slots (``prediction_documents`` by default; a
-        longer list is a batch of its own), whatever the training ``batch_size``. Never
-        under autocast. The module's training mode is restored afterwards, so a callback may
-        score between epochs.
+        The rankers' one scoring path (:func:`~sklearn_ltr.training._predict.predict_scores`),
+        over blocks of the dataset's queries (:func:`~sklearn_ltr.training._predict.dataset_blocks`):
+        each list in its canonical order, batches of at most ``documents`` padded slots
+        (``prediction_documents`` by default; a longer list is a batch of its own), whatever the
+        training ``batch_size``, so that a row gets the score ``predict`` gives it. Never under
+        autocast. The module's training mode is restored afterwards, so a callback may score
+        between epochs. Rows of the flat tensors that no query of ``dataset`` holds (a subset
+        over rows used where they lie) are NaN.
         """
         self.check_is_fitted()
-        dataset = dataset.to(self.device)
-        batches = self.prediction_batches(dataset, documents=documents)
-        # NaN until scored: a row that no batch reached cannot pass for a score.
-        scores = torch.full((dataset.n_rows,), float("nan"), dtype=torch.float32, device=self.device)
-        training = self.module_.training
-        self.module_.eval()
-        try:
-            # Scores are float32 whatever the training precision, even inside a caller's autocast.
-            with torch.no_grad(), torch.autocast(torch.device(self.device).type, enabled=False):
-                for inputs, _, rows in batches.with_rows():
-                    mask = inputs["mask"]
-                    scores[rows[mask]] = self.infer(inputs)[mask].float()
-        finally:
-            self.module_.train(training)
-        return scores.cpu().numpy().astype(np.float64)
+        X, extras = dataset_inputs(dataset)
+        wanted = documents or self.prediction_documents
+        scores, _ = predict_scores(self, X, dataset_blocks(dataset), documents=lambda sizes: wanted, extras=extras)
+        return scores
 
     def check_data(self, X, y=None):
         if not isinstance(X, QueryDataset):

@@ -1,6 +1,8 @@
 """Prediction as a pipeline: the host prepares the next block of rows while the device scores this one.
 
-``predict`` scores blocks of whole lists (:func:`~sklearn_ltr._blocks.query_blocks`). For
+The one scoring path of the neural rankers: ``predict`` and the validation of a separate set
+(``RankingNet.score_rows``, blocks of a query dataset: :func:`dataset_blocks`) both run
+:func:`predict_scores`. It scores blocks of whole lists (:func:`~sklearn_ltr._blocks.query_blocks`). For
 each block the host gathers the rows into one float32 staging buffer (lists one after the
 other, a row of zeros last for the padding to read), puts each list of a list-context model
 in its canonical order (:func:`~sklearn_ltr._blocks.canonical_order`) and plans the padded
@@ -22,6 +24,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,9 +32,18 @@ import torch
 
 from sklearn_ltr._blocks import canonical_order, padded_batches
 from sklearn_ltr.training._device import is_cuda
-from sklearn_ltr.training._net import PREDICTION_MAX_PADDING
 
-__all__ = ["ScoringBlock", "StagedBlock", "predict_scores", "prefetched_blocks", "real_slots_without_sync"]
+__all__ = [
+    "PREDICTION_BLOCK_ROWS", "PREDICTION_MAX_PADDING", "ScoringBlock", "StagedBlock", "dataset_blocks",
+    "dataset_inputs", "device_batches", "predict_scores", "prefetched_blocks", "real_slots_without_sync",
+]
+
+#: Share of a prediction batch's slots that may be padding.
+PREDICTION_MAX_PADDING = 0.25
+
+#: Rows per prediction block (whole queries; a longer query is a block of its own): the
+#: float32 copy of a block is what scoring adds to memory (about 36 MB for 136 features).
+PREDICTION_BLOCK_ROWS = 1 << 16
 
 #: Threads that prepare blocks on CUDA, and blocks prepared ahead of the one being scored. On an
 #: H200 (16 cores) 4 threads made RankNet's predict of 1M documents twice as fast as 1 (host-bound),
@@ -311,6 +323,74 @@ def predict_scores(net, X, blocks, *, documents, extras=None, check_features=Fal
     finally:
         module.train(training)
     return scores, not bool(bad)
+
+
+def device_batches(net, X, blocks, *, documents, extras=None):
+    """Yield the inputs of each batch that :func:`predict_scores` gives ``net``'s module, on its device.
+
+    The same blocks, staging and batch plan as :func:`predict_scores`, one block at a time;
+    for timing the module alone (benchmarks).
+    """
+    extras = {name: np.asarray(values) for name, values in (extras or {}).items()}
+    transfer = _Transfer(net.device)
+    packed = bool(getattr(net.module_, "packed_inputs", False))
+    for staged in prefetched_blocks(blocks, X, extras, documents, transfer, threads=0):
+        transfer.wait(staged.tensors, staged.ready)
+        for inputs, _ in staged.device_batches(packed):
+            yield inputs
+
+
+def dataset_blocks(dataset, block_rows=PREDICTION_BLOCK_ROWS):
+    """Blocks (:class:`ScoringBlock`) of every query of a query dataset, each list in its canonical order.
+
+    Consecutive queries of the dataset, cut where ``predict`` cuts the same queries
+    (:func:`~sklearn_ltr._blocks.query_block_bounds`: about ``block_rows`` rows a block). A
+    block's ``rows`` are the flat row indices of its queries, query after query, each query's
+    rows in the dataset's order (``starts`` and ``index`` applied for rows used where they lie),
+    a slice when they lie one after the other. Each list is scored in its canonical order
+    (:func:`~sklearn_ltr._blocks.canonical_order`), as ``predict`` scores it: the scores of a
+    list's rows are those ``predict`` gives them.
+
+    Parameters
+    ----------
+    dataset : QueryDataset
+        The queries to score (``offsets``, ``starts``, ``index``).
+    block_rows : int, default=PREDICTION_BLOCK_ROWS
+        Rows per block.
+
+    Returns
+    -------
+    list of ScoringBlock
+    """
+    offsets = dataset.offsets.cpu().numpy().astype(np.int64)
+    sizes = np.diff(offsets)
+    starts = dataset.cpu_starts.numpy().astype(np.int64)
+    index = None if dataset.index is None else dataset.index.cpu().numpy()
+    edges = np.flatnonzero(np.diff(offsets[:-1] // block_rows)) + 1
+    blocks = []
+    for lo, hi in itertools.pairwise([0, *edges.tolist(), len(sizes)]):
+        if hi == lo:
+            continue
+        rows = np.repeat(starts[lo:hi] - offsets[lo:hi], sizes[lo:hi]) + np.arange(offsets[lo], offsets[hi])
+        if index is not None:
+            rows = index[rows]
+        if rows[-1] - rows[0] + 1 == len(rows) and bool((np.diff(rows) == 1).all()):
+            rows = slice(int(rows[0]), int(rows[-1]) + 1)  # one after the other: staged from a view
+        blocks.append(ScoringBlock(rows, sizes[lo:hi], canonical=True))
+    return blocks
+
+
+def dataset_inputs(dataset):
+    """``(X, extras)`` of a query dataset as host arrays in its flat row order, for :func:`predict_scores`.
+
+    ``X`` is the float32 features (a view of host tensors); ``extras`` the other per-row inputs
+    of the module, not the bookkeeping ones whose names start with ``"_"`` (click weights,
+    propensities).
+    """
+    X = dataset.rows["X"].cpu().numpy()
+    extras = {name: values.cpu().numpy() for name, values in dataset.rows.items()
+              if name != "X" and not name.startswith("_")}
+    return X, extras
 
 
 def _write(scores, rows, block_scores, done):
