@@ -14,7 +14,7 @@ from sklearn_ltr.datasets import make_ranking, observation_propensity, simulate_
 from sklearn_ltr.losses import ranknet, sigmoid_cross_entropy, softmax_cross_entropy
 from sklearn_ltr.metrics import ndcg_score
 from sklearn_ltr.training import ValidationNDCG
-from sklearn_ltr.training._batches import CLICK_WEIGHTS
+from sklearn_ltr.training._batches import CLICK_PROPENSITY, CLICK_WEIGHTS
 
 CLICK_LOSSES = [sigmoid_cross_entropy, softmax_cross_entropy, ranknet]
 
@@ -170,8 +170,11 @@ def test_held_out_validation_is_the_ips_estimate():
     mask = torch.tensor([[True, True, True], [True, True, False]])
     labels = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
     scores = torch.tensor([[3.0, 2.0, 1.0], [0.5, 0.2, 9.0]])
-    weights = torch.tensor([[1.0, 1.0, 4.0], [1.0, 2.0, 1.0]])
-    callback.on_batch_end(None, batch=({"mask": mask, CLICK_WEIGHTS: weights}, labels), training=False, y_pred=scores)
+    propensity = torch.tensor([[1.0, 1.0, 0.25], [1.0, 0.5, 1.0]], dtype=torch.float64)
+    # The propensities are read, not the click weights (these would give other values).
+    weights = torch.full((2, 3), 7.0)
+    batch = ({"mask": mask, CLICK_WEIGHTS: weights, CLICK_PROPENSITY: propensity}, labels)
+    callback.on_batch_end(None, batch=batch, training=False, y_pred=scores)
     total, n, bad = callback._held_out_totals().tolist()
     # The IPS estimate of DCG@2. Query 1: weighted clicks 1 (rank 1) and 4 (rank 3, past k=2): 1. Query 2: the
     # weighted click 2 at rank 2: 2 / log2(3). Not the self-normalised NDCG, where query 2's only click would
@@ -190,10 +193,54 @@ def test_early_stopping_reads_the_ips_estimate(click_log):
     clicks_as_labels = RankNetRanker(**params).fit(X, clicks, qid)
     # With the log's propensities the estimate differs from unit propensities' (the clicks' DCG), which
     # differs from the NDCG of the clicks recorded without propensities.
-    ips, unit = fitted.history_[:, "valid_ndcg@10"], plain.history_[:, "valid_ndcg@10"]
+    ips, unit = fitted.history_[:, "valid_ips_dcg@10"], plain.history_[:, "valid_ips_dcg@10"]
+    assert "valid_ndcg@10" not in fitted.history_[-1] and "valid_ips_dcg@10" not in clicks_as_labels.history_[-1]
     assert np.abs(np.subtract(ips, unit)).max() > 1e-3
     assert np.abs(np.subtract(unit, clicks_as_labels.history_[:, "valid_ndcg@10"])).max() > 1e-3
     assert inverse_propensity_weights(propensity).max() > 1
+
+
+def _held_out(ranker, qid, fraction):
+    """Rows of the queries that ``ranker``'s fit held out: ``QuerySplit`` with the ranker's split seed."""
+    ids = np.unique(qid)  # the training dataset's queries, in the order the split numbers them
+    _, split_seed = ranker._seeds()
+    held = np.random.default_rng(split_seed).permutation(len(ids))[:round(fraction * len(ids))]
+    return np.isin(qid, ids[held])
+
+
+@pytest.mark.parametrize("kind", ["ips", "affine", "affine, alpha + beta = 1"])
+def test_held_out_value_is_the_ips_dcg_of_predict_on_the_held_out_queries(click_log, kind):
+    """The held-out clicks record their IPS estimate under its own name, from the propensities fit was given.
+
+    The propensities themselves, not propensities rebuilt from float32 click weights: (0.6, 0.4) would come
+    back with alpha + beta above 1, which the metric refuses.
+    """
+    from sklearn_ltr.metrics import ips_dcg_score
+
+    X, clicks, qid, propensity = click_log
+    assert propensity.min() < 0.05  # the clip applies
+    if kind == "affine":
+        propensity = np.column_stack([0.7 * propensity, 0.3 * propensity])
+    elif kind == "affine, alpha + beta = 1":
+        propensity = np.column_stack([np.full(len(clicks), 0.6), np.full(len(clicks), 0.4)])
+    # A held-out callback of the user's, without a name, records under the estimate's name too.
+    ranker = RankNetRanker(hidden_sizes=(8,), loss="sigmoid_ce", max_epochs=2, validation_fraction=0.3,
+                           callbacks=[("at5", ValidationNDCG(k=5))], random_state=0)
+    ranker.fit(X, clicks, qid, propensity=propensity)
+    history = ranker.history_
+    assert {"valid_ips_dcg@10", "valid_ips_dcg@5"} <= set(history[-1])
+    assert not {"valid_ndcg@10", "valid_ndcg@5"} & set(history[-1])
+    held = _held_out(ranker, qid, 0.3)
+    expected = ips_dcg_score(clicks[held], ranker.predict(X[held]), qid[held], propensity[held], k=10)
+    assert history[-1, "valid_ips_dcg@10"] == pytest.approx(expected, rel=1e-6)
+    assert expected != pytest.approx(ndcg_score(clicks[held], ranker.predict(X[held]), qid[held], k=10))
+
+
+def test_the_ips_key_is_the_estimates_own():
+    assert ValidationNDCG(k=5, X=np.zeros((1, 1)), y=[1], groups=[0], propensity=[1.0]).history_key == \
+        "valid_ips_dcg@5"
+    assert ValidationNDCG(k=5, X=np.zeros((1, 1)), y=[1], groups=[0]).history_key == "valid_ndcg@5"
+    assert ValidationNDCG(k=5, propensity=[1.0], name="clicks@5").history_key == "clicks@5"
 
 
 def _separate_click_log(seed):
@@ -212,9 +259,10 @@ def test_early_stopping_monitors_a_separate_validation_click_log():
                            max_epochs=8, callbacks=[("clicks", valid)], random_state=0)
     ranker.fit(X[train], clicks[train], qid[train])
     history = ranker.history_
-    # Nothing of the training log is held out, and the kept epoch is the best of the separate log's IPS-NDCG@5.
-    assert "valid_ndcg@10" not in history[-1] and "valid_loss" not in history[-1]
-    values = history[:, "valid_ndcg@5"]
+    # Nothing of the training log is held out, and the kept epoch is the best of the separate log's IPS-DCG@5.
+    assert valid.history_key == "valid_ips_dcg@5"
+    assert not {"valid_ndcg@10", "valid_ips_dcg@10", "valid_ndcg@5", "valid_loss"} & set(history[-1])
+    values = history[:, "valid_ips_dcg@5"]
     assert ranker.best_iteration_ == int(np.argmax(values)) + 1
     from sklearn_ltr.metrics import ips_dcg_score
 
@@ -231,7 +279,7 @@ def test_validation_estimate_is_the_metric_librarys_ips_dcg():
     ranker = RankNetRanker(hidden_sizes=(8,), loss="sigmoid_ce", max_epochs=1, callbacks=[valid], random_state=0)
     ranker.fit(X[train], clicks[train], qid[train])
     expected = ips_dcg_score(clicks[val], ranker.predict(X[val]), qid[val], propensity[val], k=5)
-    assert ranker.history_[-1, "valid_ndcg@5"] == pytest.approx(expected, rel=1e-6)
+    assert ranker.history_[-1, "valid_ips_dcg@5"] == pytest.approx(expected, rel=1e-6)
 
 
 # ------------------------------------------------------------------------------------------ trust bias
@@ -281,9 +329,10 @@ def test_held_out_validation_is_the_affine_estimate():
     mask = torch.tensor([[True, True, True], [True, True, False]])
     labels = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
     scores = torch.tensor([[3.0, 2.0, 1.0], [0.5, 0.2, 9.0]])
-    # (1 / alpha, beta / alpha): alpha 0.5 and beta 0.25 everywhere, but alpha 0.25 and beta 0.5 for one row.
-    weights = torch.tensor([[[2.0, 0.5], [2.0, 0.5], [2.0, 0.5]], [[2.0, 0.5], [4.0, 2.0], [2.0, 0.5]]])
-    callback.on_batch_end(None, batch=({"mask": mask, CLICK_WEIGHTS: weights}, labels), training=False, y_pred=scores)
+    # (alpha, beta): alpha 0.5 and beta 0.25 everywhere, but alpha 0.25 and beta 0.5 for one row.
+    affine = torch.tensor([[[0.5, 0.25], [0.5, 0.25], [0.5, 0.25]], [[0.5, 0.25], [0.25, 0.5], [0.5, 0.25]]],
+                          dtype=torch.float64)
+    callback.on_batch_end(None, batch=({"mask": mask, CLICK_PROPENSITY: affine}, labels), training=False, y_pred=scores)
     total, n, bad = callback._held_out_totals().tolist()
     # Affine DCG@2. Query 1: click 1.5 at rank 1, non-click -0.5 at rank 2. Query 2: non-click -0.5 at rank 1,
     # click (1 - 0.5) / 0.25 = 2 at rank 2.
@@ -300,6 +349,6 @@ def test_separate_validation_click_log_takes_affine_propensities():
     ranker = RankNetRanker(hidden_sizes=(8,), loss="sigmoid_ce", max_epochs=1, callbacks=[valid], random_state=0)
     ranker.fit(X[train], clicks[train], qid[train], propensity=affine[train])
     expected = ips_dcg_score(clicks[val], ranker.predict(X[val]), qid[val], affine[val], k=5)
-    assert ranker.history_[-1, "valid_ndcg@5"] == pytest.approx(expected, rel=1e-6)
+    assert ranker.history_[-1, "valid_ips_dcg@5"] == pytest.approx(expected, rel=1e-6)
     assert expected != pytest.approx(ips_dcg_score(clicks[val], ranker.predict(X[val]), qid[val], propensity[val],
                                                    k=5))

@@ -246,12 +246,13 @@ def test_a_validation_click_log_with_propensities_records_the_ips_estimate(data)
     ranker.fit(X, clicks, qid, positions=positions, X_val=X_val, y_val=clicks_val, groups_val=qid_val,
                propensity_val=propensity_val)
     expected = ips_dcg_score(clicks_val, ranker.predict(X_val), qid_val, propensity_val, k=10)
-    assert ranker.history_[-1, "valid_ndcg@10"] == pytest.approx(expected, abs=1e-6)
+    assert ranker.history_[-1, "valid_ips_dcg@10"] == pytest.approx(expected, abs=1e-6)
+    assert "valid_ndcg@10" not in ranker.history_[-1]
     ranknet = RankNetRanker(loss="sigmoid_ce", hidden_sizes=(8,), max_epochs=2, random_state=0)
     ranknet.fit(X, clicks, qid, propensity=observation_propensity(positions), X_val=X_val, y_val=clicks_val,
                 groups_val=qid_val, propensity_val=propensity_val)
     expected = ips_dcg_score(clicks_val, ranknet.predict(X_val), qid_val, propensity_val, k=10)
-    assert ranknet.history_[-1, "valid_ndcg@10"] == pytest.approx(expected, abs=1e-6)
+    assert ranknet.history_[-1, "valid_ips_dcg@10"] == pytest.approx(expected, abs=1e-6)
     with pytest.raises(ValueError, match="y_val of TwoTowerDebiasedRanker holds clicks"):
         ranker.fit(X, clicks, qid, positions=positions, X_val=X_val, y_val=y_val, groups_val=qid_val,
                    propensity_val=propensity_val)
@@ -268,7 +269,7 @@ def test_a_validation_click_log_with_affine_parameters_records_the_affine_estima
                groups_val=qid_val, propensity_val=affine_val)
     expected = ips_dcg_score(clicks_val, ranker.predict(X_val), qid_val, affine_val, k=10)
     assert expected != pytest.approx(ips_dcg_score(clicks_val, ranker.predict(X_val), qid_val, theta_val, k=10))
-    assert ranker.history_[-1, "valid_ndcg@10"] == pytest.approx(expected, abs=1e-6)
+    assert ranker.history_[-1, "valid_ips_dcg@10"] == pytest.approx(expected, abs=1e-6)
     with pytest.raises(ValueError, match="propensity_val"):
         ranker.fit(X, clicks, qid, X_val=X_val, y_val=clicks_val, groups_val=qid_val,
                    propensity_val=affine_val[:5])

@@ -13,7 +13,8 @@ from sklearn_ltr.cli._progress import bar
 __all__ = ["EPOCH_COLUMNS", "EpochBar"]
 
 #: History columns shown beside an epoch bar, in this order, when present.
-EPOCH_COLUMNS = {"train_loss": "loss", "vali_ndcg@10": "vali NDCG@10", "valid_ndcg@10": "valid NDCG@10"}
+EPOCH_COLUMNS = {"train_loss": "loss", "vali_ndcg@10": "vali NDCG@10", "valid_ndcg@10": "valid NDCG@10",
+                 "valid_ips_dcg@10": "valid IPS-DCG@10"}
 
 
 class EpochBar(Callback):

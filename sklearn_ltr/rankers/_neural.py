@@ -21,17 +21,18 @@ from skorch.callbacks import EarlyStopping, ProgressBar
 from sklearn_ltr._blocks import check_finite_scores, query_blocks
 from sklearn_ltr._groups import check_query_weights
 from sklearn_ltr.base import BaseRanker, resolve_groups
-from sklearn_ltr.clicks import check_clicks, click_weights
+from sklearn_ltr.clicks import check_affine, check_clicks, check_propensity, click_weights
 from sklearn_ltr.exceptions import TrainingInterruptedWarning
 from sklearn_ltr.losses import get_loss
 from sklearn_ltr.rankers._neural_params import OPTIMIZERS, NeuralParameters
 from sklearn_ltr.rankers._validation_set import VALIDATION_REQUEST, ValidationData, check_validation_features_of
 from sklearn_ltr.training import ValidationNDCG
+from sklearn_ltr.training._batches import CLICK_PROPENSITY, CLICK_WEIGHTS
 from sklearn_ltr.training._checkpoint import training_checkpoint
 from sklearn_ltr.training._device import is_cuda, resolve_device
 from sklearn_ltr.training._distributed import net_class_for
 from sklearn_ltr.training._memory import MemoryEstimate, module_cost
-from sklearn_ltr.training._net import CLICK_WEIGHTS, QuerySplit, RankingLoss, RankingNet, build_dataset
+from sklearn_ltr.training._net import QuerySplit, RankingLoss, RankingNet, build_dataset
 from sklearn_ltr.training._predict import PREDICTION_BLOCK_ROWS, ScoringBlock, predict_scores
 from sklearn_ltr.utils._sklearn_compat import InvalidParameterError, validate_estimator_params
 
@@ -100,8 +101,12 @@ class NeuralRanker(NeuralParameters, BaseRanker):
     def _list_context(self):
         return self.__sklearn_tags__().ranker_tags.list_context
 
-    def _callbacks(self, validation=None):
-        """``(callbacks, validation fraction)`` of the net; ``validation`` is the callback of ``fit``'s ``X_val``."""
+    def _callbacks(self, validation=None, *, clicks=False):
+        """``(callbacks, validation fraction)`` of the net; ``validation`` is the callback of ``fit``'s ``X_val``.
+
+        ``clicks``: the training rows are a click log with propensities (``fit(..., propensity=...)``),
+        whose held-out queries record the IPS estimate as ``valid_ips_dcg@10``.
+        """
         # Copies, so that a fit never mutates the user's callback objects (clone stays clean).
         extra = copy.deepcopy(list(self.callbacks or []))
         if validation is not None:  # first: early stopping monitors the set given to fit
@@ -117,13 +122,14 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         separate = [entry[1] if isinstance(entry, tuple) else entry for entry in callbacks]
         extra = [entry for entry in extra if not is_separate(entry)]
         fraction = self.validation_fraction
-        monitor = "valid_ndcg@10"
+        held_out = ValidationNDCG(k=10, name="valid_ips_dcg@10" if clicks else None)
+        monitor = held_out.history_key
         if self.early_stopping and separate and fraction is None:
             monitor = separate[0].history_key
         elif self.early_stopping and fraction is None:
             fraction = 0.1
         if fraction is not None:
-            callbacks.append(("valid_ndcg", ValidationNDCG(k=10)))
+            callbacks.append(("valid_ndcg", held_out))
         if self.early_stopping:
             callbacks.append(("early_stopping", EarlyStopping(
                 monitor=monitor, lower_is_better=False, patience=self.n_iter_no_change, load_best=True,
@@ -145,10 +151,10 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             return int(state), int(np.random.RandomState(state).randint(2**31))
         return int(state.randint(2**31)), int(state.randint(2**31))
 
-    def _build_net(self, n_features, validation=None):
+    def _build_net(self, n_features, validation=None, *, clicks=False):
         module, module_kwargs = self._module_spec(n_features)
         criterion, criterion_kwargs = self._criterion_spec()
-        callbacks, fraction = self._callbacks(validation)
+        callbacks, fraction = self._callbacks(validation, clicks=clicks)
         seed, split_seed = self._seeds()
         net_class = net_class_for(self.distributed, owner=type(self).__name__, plain=self._net_class,
                                   data_parallel=self._data_parallel_net_class)
@@ -215,7 +221,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             :math:`1 / \\max(p, 0.05)` in the loss (inverse propensity weighting, clipped:
             :func:`sklearn_ltr.clicks.inverse_propensity_weights`), for the losses that take
             click weights (``"sigmoid_ce"``, ``"softmax"``, ``"ranknet"``), and the validation
-            value of early stopping becomes the IPS estimate of DCG@10 on the held-out clicks
+            value of the held-out clicks is the IPS estimate of DCG@10, recorded as
+            ``history_[:, "valid_ips_dcg@10"]`` and monitored by early stopping
             (:class:`~sklearn_ltr.training.ValidationNDCG`). Routed
             like ``groups``.
 
@@ -229,7 +236,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         X_val, y_val, groups_val : array-like, default=None
             A separate validation set (e.g. LETOR's ``vali`` file, or a validation click log of
             other queries): its features, labels (or clicks) and query ids. Its NDCG@10 is
-            recorded each epoch as ``history_[:, "valid_ndcg@10"]`` and, with
+            recorded each epoch as ``history_[:, "valid_ndcg@10"]`` (with ``propensity_val``, its
+            IPS estimate of DCG@10 as ``history_[:, "valid_ips_dcg@10"]``) and, with
             ``early_stopping=True``, monitored by early stopping instead of a held-out share of
             the training queries (``validation_fraction`` must then be None). Routed like
             ``groups``; inside a ``Pipeline``, construct it with
@@ -237,8 +245,8 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             steps as ``X``. Features of another width or with NaN are refused.
         propensity_val : array-like of shape (n_val_samples,), default=None
             With a validation *click log* as ``y_val``: each of its rows' examination
-            propensity; the recorded value is then the IPS estimate of DCG@10
-            (:class:`~sklearn_ltr.training.ValidationNDCG`). Routed like ``groups``.
+            propensity; the recorded value is then the IPS estimate of DCG@10,
+            ``valid_ips_dcg@10`` (:class:`~sklearn_ltr.training.ValidationNDCG`). Routed like ``groups``.
 
         Returns
         -------
@@ -259,11 +267,11 @@ class NeuralRanker(NeuralParameters, BaseRanker):
         self._check_separate_validation()
         y, extras = self._prepare_training(X, y, query_groups, extras)
         if propensity is not None:
-            extras[CLICK_WEIGHTS] = self._click_weights(y, propensity, X.shape[0])
+            extras.update(self._click_inputs(y, propensity, X.shape[0]))
         query_weights = None if sample_weight is None else check_query_weights(sample_weight, query_groups)
         if query_weights is not None:
             self._check_loss_takes_weights()
-        net = self._build_net(X.shape[1], validation)
+        net = self._build_net(X.shape[1], validation, clicks=propensity is not None)
         # batch_size="auto" resolved, and a largest batch that cannot fit refused, before training.
         self.batch_size_ = self._memory_estimate(X.shape[1], net.device).training_batch_size(query_groups.sizes,
                                                                                              self.batch_size)
@@ -316,13 +324,18 @@ class NeuralRanker(NeuralParameters, BaseRanker):
             if isinstance(callback, ValidationNDCG) and callback.X is not None:
                 check_validation_features_of(self, callback.X, name=f"the features X of {type(callback).__name__}")
 
-    def _click_weights(self, y, propensity, n_samples):
-        """Per-row click weights (float32) of ``fit(..., propensity=...)``, after checking its use.
+    def _click_inputs(self, y, propensity, n_samples):
+        """The per-row bookkeeping inputs of ``fit(..., propensity=...)``, after checking its use.
 
-        A 1-D ``propensity`` gives the inverse-propensity weights ``(n_samples,)``; an ``(n_samples, 2)`` one
-        of per-row ``(alpha, beta)`` the affine correction's ``(1 / alpha, beta / alpha)`` pairs
-        (:func:`sklearn_ltr.clicks.affine_click_weights`), which the losses read as ``[batch, list, 2]``.
+        :data:`~sklearn_ltr.training._batches.CLICK_WEIGHTS`, the click weights (float32) that the
+        loss reads: a 1-D ``propensity`` gives the inverse-propensity weights ``(n_samples,)``; an
+        ``(n_samples, 2)`` one of per-row ``(alpha, beta)`` the affine correction's
+        ``(1 / alpha, beta / alpha)`` pairs (:func:`sklearn_ltr.clicks.affine_click_weights`), which
+        the losses read as ``[batch, list, 2]``. :data:`~sklearn_ltr.training._batches.CLICK_PROPENSITY`,
+        the validated propensities themselves (float64), that the validation of held-out queries
+        passes to :func:`sklearn_ltr.metrics.ips_dcg_score`.
         """
+        propensity = (check_affine if np.ndim(propensity) == 2 else check_propensity)(propensity, n_samples)
         weights = click_weights(propensity, n_samples=n_samples)
         check_clicks(y, name="y", fix="propensity=... weighs clicks: fit graded relevance labels without propensity.")
         loss = self._loss_function()
@@ -337,7 +350,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
                 f"loss function with a keyword argument click_weights=None (a [batch, list] tensor, or "
                 f"[batch, list, 2] of (1 / alpha, beta / alpha) for a propensity of per-row (alpha, beta))."
             )
-        return weights.astype(np.float32)
+        return {CLICK_WEIGHTS: weights.astype(np.float32), CLICK_PROPENSITY: propensity}
 
     def _check_loss_takes_weights(self):
         loss = getattr(self, "loss", None)
@@ -355,7 +368,7 @@ class NeuralRanker(NeuralParameters, BaseRanker):
 
     @property
     def history_(self):
-        """skorch's training history (per-epoch losses, ``valid_ndcg@10``, timings).
+        """skorch's training history (per-epoch losses, ``valid_ndcg@10`` or ``valid_ips_dcg@10``, timings).
 
         Per-batch losses (``history_[:, "batches"]``) are kept only with ``keep_training_state=True``.
         """

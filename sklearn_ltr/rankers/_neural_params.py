@@ -148,13 +148,15 @@ _TRAINING = {
     ),
     "validation_fraction": (
         "validation_fraction : float, default=None\n    Share of training queries held out to log "
-        "``valid_ndcg@10`` in\n    ``history_`` each epoch. ``None`` holds out nothing (0.1 when\n"
-        "    ``early_stopping`` is on).",
+        "``valid_ndcg@10`` in\n    ``history_`` each epoch (their IPS estimate of DCG@10,\n"
+        "    ``valid_ips_dcg@10``, for a fit with ``propensity``). ``None`` holds\n"
+        "    out nothing (0.1 when ``early_stopping`` is on).",
         [Interval(Real, 0, 1, closed="neither"), None],
     ),
     "early_stopping": (
-        "early_stopping : bool, default=False\n    Stop when the validation NDCG@10 has not improved for\n"
-        "    ``n_iter_no_change`` epochs and restore the best epoch's weights\n    (``best_iteration_``). "
+        "early_stopping : bool, default=False\n    Stop when the validation NDCG@10 (IPS-DCG@10 on a click log\n"
+        "    with propensities) has not improved for ``n_iter_no_change``\n"
+        "    epochs and restore the best epoch's weights\n    (``best_iteration_``). "
         "With a :class:`~sklearn_ltr.training.ValidationNDCG` of a\n    separate set in ``callbacks`` (and "
         "``validation_fraction=None``), its\n    value is monitored and nothing is held out: the recipe for "
         "click\n    logs, with a validation log of other queries.",

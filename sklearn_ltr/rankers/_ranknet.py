@@ -53,7 +53,9 @@ class RankNetRanker(NeuralRanker):
     net_ : skorch.NeuralNet
         The trained skorch net (its ``module_`` is the torch network).
     history_ : skorch.History
-        Per-epoch training loss, validation loss and ``valid_ndcg@10``.
+        Per-epoch training loss, validation loss and ``valid_ndcg@10``; on a click log
+        with ``propensity`` (``propensity_val`` for ``X_val``), its IPS estimate of DCG@10,
+        ``valid_ips_dcg@10``, instead.
     n_iter_ : int
         Epochs run.
     best_iteration_ : int or None

@@ -87,7 +87,9 @@ class SetRankRanker(NeuralRanker):
     uses_initial_rank_ : bool
         Whether ``fit`` received ``initial_rank`` (``predict`` then needs it).
     history_ : skorch.History
-        Per-epoch training loss, validation loss and ``valid_ndcg@10``.
+        Per-epoch training loss, validation loss and ``valid_ndcg@10``; on a click log
+        with ``propensity`` (``propensity_val`` for ``X_val``), its IPS estimate of DCG@10,
+        ``valid_ips_dcg@10``, instead.
     n_iter_ : int
         Epochs run.
     best_iteration_ : int or None

@@ -179,7 +179,8 @@ class TwoTowerDebiasedRanker(NeuralRanker):
     net_ : skorch.NeuralNet
         The trained skorch net (its ``module_`` is the :class:`~sklearn_ltr.nn.TwoTowerScorer`).
     history_ : skorch.History
-        Per-epoch training loss, validation loss and ``valid_ndcg@10``.
+        Per-epoch training loss, validation loss and ``valid_ndcg@10`` (for ``X_val`` with
+        ``propensity_val``, its IPS estimate of DCG@10, ``valid_ips_dcg@10``).
     n_iter_ : int
         Epochs run.
     best_iteration_ : int or None

@@ -8,7 +8,7 @@ one job:
 ``_batches``                query datasets as flat tensors; padded, length-bucketed batches
 ``_net``                    the skorch net (``RankingNet``): loss, steps, seeding, scoring
 ``_predict``                predict's and validation's scoring: blocks staged on the host
-``_callbacks``              :class:`ValidationNDCG`, the validation NDCG of each epoch
+``_callbacks``              :class:`ValidationNDCG`, the validation NDCG (or IPS-DCG) of each epoch
 ``_precision``              the precision policy (``"32-true"``, ``"bf16-mixed"``)
 ``_device``                 ``device="auto"`` and the one "is it CUDA?" test
 ``_memory``                 ``MemoryEstimate``: memory a batch needs, from declared costs

@@ -13,12 +13,25 @@ import math
 import numpy as np
 import torch
 
-__all__ = ["CLICK_WEIGHTS", "QueryBatches", "QueryDataset"]
+__all__ = ["CLICK_PROPENSITY", "CLICK_WEIGHTS", "QueryBatches", "QueryDataset", "row_tensor"]
 
 #: The per-row input holding each document's inverse-propensity weight (``fit(..., propensity=...)``):
 #: batched like the features, kept from the module by its leading underscore
 #: (:meth:`~sklearn_ltr.training._net.RankingNet.infer`), read by the loss.
 CLICK_WEIGHTS = "_click_weights"
+
+#: The per-row input holding each document's propensity as ``fit(..., propensity=...)`` got it (one
+#: examination propensity, or the ``(alpha, beta)`` pair of trust bias), in float64: batched and kept
+#: from the module like :data:`CLICK_WEIGHTS`, read by the validation of the held-out queries
+#: (:class:`~sklearn_ltr.training.ValidationNDCG`), which passes it to
+#: :func:`sklearn_ltr.metrics.ips_dcg_score` as the metric takes it.
+CLICK_PROPENSITY = "_click_propensity"
+
+
+def row_tensor(name, values):
+    """The per-row input ``name`` as a tensor: float32, except :data:`CLICK_PROPENSITY` in float64 (the metric's)."""
+    dtype = torch.float64 if name == CLICK_PROPENSITY else torch.float32
+    return torch.as_tensor(np.ascontiguousarray(values), dtype=dtype)
 
 
 class QueryDataset(torch.utils.data.Dataset):
@@ -78,7 +91,7 @@ class QueryDataset(torch.utils.data.Dataset):
             order = slice(None)  # rows already sorted by query (e.g. a pointwise scorer's chunks): no copy
         rows = {"X": torch.as_tensor(np.ascontiguousarray(X[order]), dtype=torch.float32)}
         for name, values in extras.items():
-            rows[name] = torch.as_tensor(np.ascontiguousarray(values[order]), dtype=torch.float32)
+            rows[name] = row_tensor(name, np.asarray(values)[order])
         labels = None if y is None else torch.as_tensor(np.asarray(y)[order], dtype=torch.float32)
         weights = None if query_weights is None else torch.as_tensor(query_weights, dtype=torch.float32)
         return cls(rows, labels, torch.as_tensor(query_groups.offsets, dtype=torch.int64), weights)

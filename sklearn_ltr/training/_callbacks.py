@@ -7,7 +7,7 @@ import torch
 from skorch.callbacks import Callback
 
 from sklearn_ltr._blocks import canonical_query_order
-from sklearn_ltr.training._batches import CLICK_WEIGHTS
+from sklearn_ltr.training._batches import CLICK_PROPENSITY
 
 __all__ = ["ValidationNDCG", "check_validation_features"]
 
@@ -45,19 +45,21 @@ class ValidationNDCG(Callback):
       the per-query sums are reduced over every process (``RankingNet.reduce_sum``),
       so every process records the same value.
     - ``X, y, groups`` given: a separate validation set (e.g. the LETOR ``vali`` file),
-      scored with the net's prediction path after each epoch.
+      scored after each epoch by the path that ``predict`` runs: each row gets the score
+      ``predict`` would give it.
 
     Monitor it with ``EarlyStopping(monitor=callback.history_key, lower_is_better=False)``. A
     non-finite score gives NaN.
 
-    When the training rows carry click weights (``fit(..., propensity=...)``), the held-out
-    lists are click logs, and the NDCG of the clicks as labels would reward a model that
+    On a click log with propensities (a separate set given ``propensity``, or held-out queries
+    of ``fit(..., propensity=...)``), the NDCG of the clicks as labels would reward a model that
     reproduces the logging ranker's positions. The callback then records the
     inverse-propensity estimate of DCG@k instead, :func:`sklearn_ltr.metrics.ips_dcg_score`
-    (Joachims et al., 2017): unbiased for the DCG of binary relevance when the propensities
-    are right. Not the self-normalised IPS-NDCG: where a list has one click, as most result
-    pages do, its weight cancels in the ratio, and the estimate would select like the NDCG
-    of the raw clicks.
+    (Joachims et al., 2017), under its own name, ``valid_ips_dcg@{k}``: unbiased for the DCG of
+    binary relevance when the propensities are right. Not the self-normalised IPS-NDCG: where a
+    list has one click, as most result pages do, its weight cancels in the ratio, and the
+    estimate would select like the NDCG of the raw clicks. Held-out queries pass the
+    propensities the training rows were given, as given, to the metric.
 
     With affine propensities (an ``(n_samples, 2)`` array of per-row :math:`(\alpha_i, \beta_i)`
     of trust bias, in ``fit`` or here), the recorded value is the affine estimate of DCG@k,
@@ -77,10 +79,12 @@ class ValidationNDCG(Callback):
     propensity : ndarray of shape (n_samples,) or (n_samples, 2), default=None
         For a separate validation *click log*: each row's examination propensity. The
         callback then records the IPS estimate of DCG@k (each click weighted
-        :math:`1 / \max(p_i, 0.05)`), as for held-out click weights. With two columns, each
-        row's affine click parameters :math:`(\alpha_i, \beta_i)`: the affine estimate of DCG@k.
+        :math:`1 / \max(p_i, 0.05)`) as ``valid_ips_dcg@{k}``, as for held-out queries of
+        ``fit(..., propensity=...)``. With two columns, each row's affine click parameters
+        :math:`(\alpha_i, \beta_i)`: the affine estimate of DCG@k.
     name : str, default=None
-        History key (:attr:`history_key`); ``"valid_ndcg@{k}"`` when None.
+        History key (:attr:`history_key`); when None, ``"valid_ips_dcg@{k}"`` for the IPS
+        estimate and ``"valid_ndcg@{k}"`` otherwise.
     extras : dict of str to ndarray, default=None
         Further per-row inputs of the module for the separate set (e.g. SetRank's
         ``{"initial_rank": ranks}``), one value per row of ``X``.
@@ -111,8 +115,8 @@ class ValidationNDCG(Callback):
     >>> ranker = RankNetRanker(loss="sigmoid_ce", early_stopping=True, max_epochs=3, callbacks=[valid],
     ...                        random_state=0)
     >>> ranker = ranker.fit(X[train], clicks[train], qid[train])
-    >>> len(ranker.history_[:, "valid_ndcg@5"]) == ranker.n_iter_
-    True
+    >>> valid.history_key, len(ranker.history_[:, "valid_ips_dcg@5"]) == ranker.n_iter_
+    ('valid_ips_dcg@5', True)
     """
 
     def __init__(self, k=10, *, X=None, y=None, groups=None, propensity=None, name=None, extras=None):
@@ -126,8 +130,16 @@ class ValidationNDCG(Callback):
 
     @property
     def history_key(self):
-        """The history key of the recorded value: ``name``, or ``"valid_ndcg@{k}"`` when it is None."""
-        return self.name or f"valid_ndcg@{self.k}"
+        """The history key of the recorded value: ``name``, else ``"valid_ips_dcg@{k}"`` or ``"valid_ndcg@{k}"``.
+
+        The IPS estimate's key for a separate set given ``propensity``, and for held-out queries
+        once training on rows with propensities has begun (the rankers name the key of their own
+        held-out validation when they build it: ``name="valid_ips_dcg@10"``).
+        """
+        if self.name:
+            return self.name
+        ips = self.propensity is not None or getattr(self, "clicks_", False)
+        return f"valid_ips_dcg@{self.k}" if ips else f"valid_ndcg@{self.k}"
 
     def state_dict(self):
         """Nothing: the callback keeps nothing from one epoch to the next that a checkpoint should hold."""
@@ -138,6 +150,7 @@ class ValidationNDCG(Callback):
 
     def initialize(self):
         self.dataset_ = self.evaluator_ = None
+        self.clicks_ = False  # whether held-out queries carry propensities (set when training begins)
         if self.X is not None:
             from sklearn_ltr._groups import QueryGroups
             from sklearn_ltr.training._batches import QueryDataset
@@ -148,8 +161,9 @@ class ValidationNDCG(Callback):
             features = check_validation_features(self.X, name=f"{type(self).__name__} X")
             self.query_groups_ = QueryGroups(np.asarray(self.groups), features.shape[0])
             extras = {name: np.asarray(values) for name, values in (self.extras or {}).items()}
-            # Each query's rows in their canonical order, as predict scores them: the value does not
-            # depend on the order of the validation rows within a query.
+            # Rows by query (each query's in the order training sees rows): score_rows scores each list
+            # in its canonical order, as predict does, so the value does not depend on the order of the
+            # validation rows within a query.
             self.order_ = canonical_query_order(self.query_groups_, features, *extras.values())
             self.dataset_ = QueryDataset.from_arrays(self.query_groups_, features, order=self.order_, **extras)
             # The labels and queries do not change between epochs: grouping, gains and ideal DCG are built once.
@@ -161,6 +175,7 @@ class ValidationNDCG(Callback):
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         rows = getattr(X, "rows", None)
+        self.clicks_ = self.X is None and isinstance(rows, dict) and CLICK_PROPENSITY in rows
         if self.dataset_ is None or not isinstance(rows, dict) or "X" not in rows:
             return
         trained, given = rows["X"].shape[1], self.dataset_.rows["X"].shape[1]
@@ -177,7 +192,7 @@ class ValidationNDCG(Callback):
         self.dataset_ = self.query_groups_ = self.order_ = self.evaluator_ = None
 
     def on_epoch_begin(self, net, **kwargs):
-        self._scores, self._labels, self._groups, self._weights = [], [], [], []
+        self._scores, self._labels, self._groups, self._propensity = [], [], [], []
         self._n_queries = 0
 
     def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
@@ -189,13 +204,13 @@ class ValidationNDCG(Callback):
         query = torch.arange(mask.shape[0], device=mask.device)[:, None].expand_as(mask)
         self._scores.append(y_pred[mask].float().cpu())
         self._labels.append(labels[mask].float().cpu())
-        if CLICK_WEIGHTS in inputs:
-            self._weights.append(inputs[CLICK_WEIGHTS][mask].float().cpu())
+        if CLICK_PROPENSITY in inputs:
+            self._propensity.append(inputs[CLICK_PROPENSITY][mask].double().cpu())
         self._groups.append(query[mask].cpu() + self._n_queries)
         self._n_queries += mask.shape[0]
 
     def _held_out_totals(self):
-        """``[sum of per-query NDCG, queries, non-finite flag]`` of this process's held-out queries."""
+        """``[sum of per-query NDCG (or IPS-DCG), queries, non-finite flag]`` of this process's held-out queries."""
         from sklearn_ltr.metrics import ips_dcg_score, ndcg_score
 
         totals = torch.zeros(3, dtype=torch.float64)
@@ -205,12 +220,8 @@ class ValidationNDCG(Callback):
                 totals[2] = 1.0
             else:
                 labels, groups = torch.cat(self._labels).numpy(), torch.cat(self._groups).numpy()
-                if self._weights:  # a click log with propensities: the IPS estimate (see the class docstring)
-                    # The weights are 1 / max(p, clip): their inverse is the clipped propensity itself.
-                    # Affine pairs (w, b) = (1 / max(alpha, clip), beta w) give back (max(alpha, clip), beta).
-                    weights = torch.cat(self._weights).numpy().astype(np.float64)
-                    propensity = 1.0 / weights if weights.ndim == 1 else np.column_stack(
-                        [1.0 / weights[:, 0], weights[:, 1] / weights[:, 0]])
+                if self._propensity:  # a click log with propensities: the IPS estimate (see the class docstring)
+                    propensity = torch.cat(self._propensity).numpy()
                     mean = ips_dcg_score(labels, scores, groups, propensity, k=self.k)
                 else:
                     mean = ndcg_score(labels, scores, groups, k=self.k)

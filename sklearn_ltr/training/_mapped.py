@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import torch
 
-from sklearn_ltr.training._batches import QueryDataset
+from sklearn_ltr.training._batches import QueryDataset, row_tensor
 
 __all__ = ["in_place_dataset", "is_memory_mapped"]
 
@@ -75,7 +75,7 @@ def in_place_dataset(query_groups, X, y=None, *, query_weights=None, order=None,
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         rows = {"X": torch.from_numpy(X)}
     for name, values in extras.items():
-        rows[name] = torch.as_tensor(np.ascontiguousarray(values), dtype=torch.float32)
+        rows[name] = row_tensor(name, values)
     labels = None if y is None else torch.as_tensor(np.asarray(y, dtype=np.float32))
     weights = None if query_weights is None else torch.as_tensor(query_weights, dtype=torch.float32)
     index = None
