@@ -215,11 +215,15 @@ def _stage(block, X, extras, documents, transfer):
     """Gather a block's rows into (pinned) float32 buffers, order its lists and plan its batches."""
     rows, sizes = block.rows, np.asarray(block.sizes, dtype=np.int64)
     n, m = int(sizes.sum()), len(sizes)
-    gathered = X[rows]  # a view when rows is a slice
+    # Float32 rows are gathered straight into the staging buffer; float64 ones are read (and compared,
+    # for the canonical order) in their own dtype first.
+    gathered = X[rows] if isinstance(rows, slice) or X.dtype != np.float32 else None  # a view for a slice
     tensors = {}
-    if not transfer.cuda and m == 1 and not block.canonical and gathered.dtype == np.float32 \
-            and gathered.flags.c_contiguous:
+    if not transfer.cuda and m == 1 and not block.canonical and gathered is not None \
+            and gathered.dtype == np.float32 and gathered.flags.c_contiguous:
         tensors["X"] = torch.from_numpy(gathered)  # one list as it lies: no copy, no zero row
+    elif gathered is None:
+        tensors["X"] = _staging(transfer, X, rows)
     else:
         tensors["X"] = _staging(transfer, gathered)
     for name, values in extras.items():
@@ -233,7 +237,7 @@ def _stage(block, X, extras, documents, transfer):
     parts = [offsets, sizes, in_order]
     if block.canonical:
         # Rows compare in the input's dtype: float64 rows by their float64 bytes.
-        compared = tensors["X"][:n].numpy() if gathered.dtype == np.float32 else gathered
+        compared = tensors["X"][:n].numpy() if X.dtype == np.float32 else gathered
         parts += [canonical_order(compared, sizes, *(values[rows] for values in extras.values())), [n]]
     integers = transfer.empty((sum(len(part) for part in parts),), torch.int64)
     np.concatenate(parts, out=integers.numpy(), casting="unsafe")
@@ -242,10 +246,19 @@ def _stage(block, X, extras, documents, transfer):
     return StagedBlock(block, tensors, batches, offsets[in_order], sizes[in_order], ready)
 
 
-def _staging(transfer, values):
-    """``values`` (n rows) as a float32 (pinned) tensor of n + 1 rows, the last one zeros."""
-    staged = transfer.empty((values.shape[0] + 1, *values.shape[1:]))
+def _staging(transfer, values, rows=None):
+    """``values`` (n rows; ``values[rows]`` with ``rows``) as a float32 (pinned) tensor of n + 1 rows, the last zeros.
+
+    ``rows`` (an index array into float32 ``values``) gathers them into the buffer directly, with no
+    intermediate copy.
+    """
+    n = values.shape[0] if rows is None else len(rows)
+    staged = transfer.empty((n + 1, *values.shape[1:]))
     staged[-1] = 0.0
+    if rows is not None:
+        # mode="clip": numpy buffers the output of the default mode="raise"; rows are valid indices.
+        np.take(values, rows, axis=0, out=staged[:-1].numpy(), mode="clip")
+        return staged
     with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes inf: the feature check names it
         staged[:-1].numpy()[...] = values
     return staged
