@@ -16,11 +16,14 @@ A script run as ``python benchmarks/bench_x.py`` has its own folder first on ``s
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import os
 import platform
 import shlex
 import sys
 import time
+import types
 from importlib import metadata
 from pathlib import Path
 
@@ -195,3 +198,39 @@ def reset_peak_rss():
         return True
     except OSError:
         return False
+
+
+def _constant(path, name):
+    """The value of the module-level assignment ``name = <literal>`` in the file ``path``."""
+    for node in ast.parse(Path(path).read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise LookupError(f"{name} not assigned in {path}")
+
+
+def allrank_loss_module(src, name):
+    """allRank's loss module ``allrank/models/losses/<name>.py`` from its unzipped wheel at ``src``, loaded with torch.
+
+    allRank is not a dependency. A loss module imports ``PADDED_Y_VALUE`` from
+    ``allrank.data.dataset_loading`` (whose imports need torchvision) and ``DEFAULT_EPS`` from
+    ``allrank.models.losses`` (whose ``__init__`` imports every loss): both are served by stub modules
+    holding the values read from allRank's own source files. ``src`` goes on ``sys.path``, so that the
+    rest of allRank (its model classes) imports as it is.
+
+    Returns
+    -------
+    module, padded_value, eps
+        The loaded module and the two constants.
+    """
+    src = Path(src)
+    padded = _constant(src / "allrank/data/dataset_loading.py", "PADDED_Y_VALUE")
+    eps = _constant(src / "allrank/models/losses/__init__.py", "DEFAULT_EPS")
+    if str(src) not in sys.path:
+        sys.path.insert(0, str(src))
+    sys.modules["allrank.data.dataset_loading"] = types.SimpleNamespace(PADDED_Y_VALUE=padded)
+    sys.modules["allrank.models.losses"] = types.SimpleNamespace(DEFAULT_EPS=eps)
+    spec = importlib.util.spec_from_file_location(f"allrank.models.losses.{name}",
+                                                  src / "allrank" / "models" / "losses" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, padded, eps

@@ -46,20 +46,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import itertools
 import os
 import statistics
-import sys
 import time
-import types
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import torch
-from _common import machine, utc_now
+from _common import allrank_loss_module, machine, utc_now
 
 from sklearn_ltr import DASALCRanker, RankNetRanker, SetRankRanker
 from sklearn_ltr.datasets import make_ranking
@@ -75,18 +72,7 @@ _SETRANK = {"d_model": 96, "n_blocks": 2, "n_heads": 1, "ff_size": 384, "dropout
 
 def load_allrank(src):
     """allRank's ``make_model``, its transformer configuration class and its ``listNet`` loss, from its source."""
-    sys.path.insert(0, str(src))
-    stub = types.ModuleType("allrank.data.dataset_loading")
-    stub.PADDED_Y_VALUE = -1  # allrank/data/dataset_loading.py
-    sys.modules["allrank.data.dataset_loading"] = stub
-    losses = types.ModuleType("allrank.models.losses")
-    losses.DEFAULT_EPS = 1e-10  # allrank/models/losses/__init__.py
-    losses.__path__ = [str(Path(src) / "allrank" / "models" / "losses")]
-    sys.modules["allrank.models.losses"] = losses
-    spec = importlib.util.spec_from_file_location(
-        "allrank.models.losses.listNet", Path(src) / "allrank" / "models" / "losses" / "listNet.py")
-    listnet = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(listnet)
+    listnet = allrank_loss_module(src, "listNet")[0]
     from allrank.config import TransformerConfig
     from allrank.models.model import make_model
 

@@ -24,17 +24,14 @@ the same differences once that clip is applied to the library's formula.
 from __future__ import annotations
 
 import argparse
-import ast
 import datetime
-import importlib.util
 import math
 import sys
-import types
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from _common import machine
+from _common import allrank_loss_module, machine
 
 from sklearn_ltr.losses import lambdaloss
 from sklearn_ltr.losses._common import check_inputs, sort_ranks
@@ -50,29 +47,6 @@ SCHEMES = {
     "arp_loss2": "rankNetWeightedByGTDiff_scheme",
     "arp_loss1": None,
 }
-
-
-def _constant(path, name):
-    """The value of the module-level assignment ``name = <literal>`` in the file ``path``."""
-    for node in ast.parse(Path(path).read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise LookupError(f"{name} not assigned in {path}")
-
-
-def load_allrank_lambdaloss(src):
-    """allRank's ``lambdaLoss`` function, its module loaded alone (stubs for its two imports)."""
-    src = Path(src)
-    padded = _constant(src / "allrank/data/dataset_loading.py", "PADDED_Y_VALUE")
-    eps = _constant(src / "allrank/models/losses/__init__.py", "DEFAULT_EPS")
-    for name in ("allrank", "allrank.data", "allrank.models"):
-        sys.modules.setdefault(name, types.ModuleType(name))
-    sys.modules["allrank.data.dataset_loading"] = types.SimpleNamespace(PADDED_Y_VALUE=padded)
-    sys.modules["allrank.models.losses"] = types.SimpleNamespace(DEFAULT_EPS=eps)
-    spec = importlib.util.spec_from_file_location("allrank_lambdaLoss", src / "allrank/models/losses/lambdaLoss.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.lambdaLoss, padded, eps
 
 
 def random_batch(seed, dtype, batch=64, length=30):
@@ -146,7 +120,8 @@ def main(argv=None):
     parser.add_argument("--batches", type=int, default=20, help="random batches per setting")
     parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "lambdaloss_allrank.md"))
     args = parser.parse_args(argv)
-    allrank_loss, padded, eps = load_allrank_lambdaloss(args.allrank_src)
+    module, padded, eps = allrank_loss_module(args.allrank_src, "lambdaLoss")
+    allrank_loss = module.lambdaLoss
     version = next(Path(args.allrank_src).glob("allRank-*.dist-info"), None)
     version = version.name.removeprefix("allRank-").removesuffix(".dist-info") if version else "unknown"
 
