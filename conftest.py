@@ -16,7 +16,7 @@ collect_ignore = ["docs/conf.py"]
 collect_ignore_glob = ["docs/_build/*", "docs/generated/*"]
 
 # The examples of the Dask modules need the optional ``dask`` extra (CI installs it); without it
-# they are skipped with the reason, like tests/test_lambdamart_dask.py, instead of failing.
+# they are skipped with the reason, like tests/rankers/test_lambdamart_dask.py, instead of failing.
 _DASK_MODULES = ("sklearn_ltr.datasets._dask_formats", "sklearn_ltr.rankers._lambdamart_dask")
 _HAS_DASK = all(importlib.util.find_spec(name) is not None for name in ("dask", "distributed"))
 

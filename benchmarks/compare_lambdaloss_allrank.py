@@ -159,7 +159,7 @@ def main(argv=None):
         "gradient with respect to each real document's score.\n\n"
         + "\n".join(lines)
         + "\n\n"
-        "ARP-Loss1 has no allRank counterpart: `tests/test_lambdaloss.py` checks it, like every scheme, against "
+        "ARP-Loss1 has no allRank counterpart: `tests/losses/test_lambdaloss.py` checks it, like every scheme, against "
         "the paper's formula summed pair by pair in Python.\n\n"
         "allRank clips each pair: it computes `-log2(clamp(clamp(sigmoid(o), eps) ** w, eps))`, so a pair's "
         "weighted cost stops at log2(1 / eps) = 33.2 bits (and its unweighted cost too), with a zero gradient "

@@ -39,7 +39,7 @@ ESTIMATORS += [type(estimator)(**{**FAST[type(estimator).__name__], **variant})
                for variant in RANKERS[type(estimator).__name__].fast_variants]
 
 #: scikit-learn's checks that call ``transform`` or ``fit_transform`` without query ids: QueryNormalizer
-#: refuses them (tests/test_query_normalizer.py runs the same properties with groups).
+#: refuses them (tests/preprocessing/test_query_normalizer.py runs the same properties with groups).
 _NEEDS_GROUPS = dict.fromkeys(
     ["check_dict_unchanged", "check_dtype_object", "check_estimators_dtypes", "check_estimators_pickle",
      "check_f_contiguous_array_estimator", "check_fit_idempotent", "check_fit_score_takes_y",

@@ -33,7 +33,7 @@ replicates start from the estimate instead (its propensities, relevance and tree
 its boosting with a few trees per M-step (:class:`BoostedRelevance`) for at most
 :data:`REPLICATE_ITER` iterations: a replicate costs one to three small M-steps instead of a whole
 EM, and the band on simulated logs matched the one of replicates rerun from the cold start
-(``tests/test_propensity_em_speed.py``).
+(``tests/clicks/test_propensity_em_speed.py``).
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def test_python_m_help():
 
 
 def test_console_script(tmp_path):
-    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     module, _, name = re.search(r'sklearn-ltr = "(.+)"', pyproject.read_text()).group(1).partition(":")
     assert getattr(importlib.import_module(module), name) is main
     script = shutil.which("sklearn-ltr", path=os.path.dirname(sys.executable)) or shutil.which("sklearn-ltr")

@@ -25,7 +25,7 @@ from sklearn_ltr.training._distributed import DataParallelMixin, DataParallelRan
 from sklearn_ltr.training._net import RankingNet
 from sklearn_ltr.training._predict import dataset_blocks
 
-PACKAGE = Path(__file__).resolve().parents[1] / "sklearn_ltr"
+PACKAGE = Path(__file__).resolve().parents[2] / "sklearn_ltr"
 
 
 @pytest.fixture(scope="module")

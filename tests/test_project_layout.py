@@ -1,4 +1,5 @@
-"""The layout rules: modules stay small (``tools/module_sizes.py``), and the contracts of tools/import_contracts.py."""
+"""The layout rules: modules stay small (``tools/module_sizes.py``), the contracts of tools/import_contracts.py,
+and tests/ mirroring the package."""
 
 import importlib.util
 from pathlib import Path
@@ -106,3 +107,17 @@ def test_every_script_of_benchmarks_and_studies_is_in_its_readme():
         readme = (ROOT / folder / "README.md").read_text(encoding="utf-8")
         missing = [path.name for path in sorted((ROOT / folder).glob("*.py")) if path.name not in readme]
         assert not missing, f"{folder}/README.md does not name {missing}"
+
+
+def test_tests_mirror_the_package():
+    """Each folder of tests/ is named after a subpackage of sklearn_ltr, and test file names are unique.
+
+    Unique names because the test folders are not packages: pytest imports each file by its bare name.
+    """
+    tests = ROOT / "tests"
+    subpackages = {path.parent.name for path in (ROOT / "sklearn_ltr").glob("*/__init__.py")}
+    folders = {path.name for path in tests.iterdir() if path.is_dir() and path.name != "__pycache__"}
+    assert folders and folders <= subpackages, sorted(folders - subpackages)
+    names = [path.name for path in tests.rglob("test_*.py")]
+    assert len(names) == len(set(names)), sorted({name for name in names if names.count(name) > 1})
+    assert not list(tests.glob("*/__init__.py")) and not list(tests.glob("*/conftest.py"))

@@ -447,7 +447,7 @@ def test_opset_checks_name_the_limits(synthetic, synthetic_models):
 
 
 def test_a_pipeline_exports_its_steps_with_its_ranker(synthetic):
-    # Every step and combination: tests/test_onnx_steps.py.
+    # Every step and combination: tests/export/test_onnx_steps.py.
     X, y, qid = synthetic
     pipeline = make_pipeline(Log1pTransformer(), LambdaMARTRanker(n_estimators=20, n_jobs=1, random_state=0))
     pipeline.fit(X, y, lambdamartranker__groups=qid)
