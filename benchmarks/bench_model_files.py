@@ -1,4 +1,5 @@
-"""Size of a saved model, and the types a skops file of it asks to trust, before and after issue 15.
+"""Size of a saved model, and the types a skops file of it asks to trust, before and after the lean model files
+of 80deb2e (2026-11-25).
 
 "Before" is a neural ranker fitted with ``keep_training_state=True``: its skorch net whole, with the
 optimizer and its moment estimates, callbacks, criterion, random generator and per-batch history (what
@@ -96,7 +97,7 @@ def run(quick):
         rows.append((cls.__name__, n_weights, _measure(before), _measure(after), time.perf_counter() - start))
         print(f"{cls.__name__}: done in {rows[-1][-1]:.1f} s", file=sys.stderr, flush=True)
     lines = [
-        "# Saved model files: size and trusted types, before and after issue 15",
+        "# Saved model files: size and trusted types, before and after the lean model files of 80deb2e",
         "",
         f"{X.shape[0]:,} rows, {len(np.unique(qid))} queries, {X.shape[1]} features (make_ranking), "
         f"{'tiny models, 2 epochs (--quick)' if quick else 'default hyper-parameters, 5 epochs'}; "

@@ -11,7 +11,7 @@ single block, as predict did before it scored blocks of whole queries.
 Run: ``python benchmarks/bench_predict_scale.py [--quick] [--threads 2]`` (writes
 ``benchmarks/results/predict_scale.md``). ``--quick`` uses 1,000 queries instead of 18,919.
 
-``--speed`` measures instead how close predict comes to its limits (issue 32), per model and size
+``--speed`` measures instead how close predict comes to its limits, per model and size
 (``--queries``, MSLR-shaped: 600 queries are about 74,000 documents, 8,200 about 1,000,000):
 
 - **predict**: warm ``ranker.predict(X, groups)``, validation, grouping, canonical order, copies and

@@ -1,4 +1,5 @@
-"""Propensity estimation by EM: seconds and accuracy, before and after (issue 40).
+"""Propensity estimation by EM: seconds and accuracy, before and after the document EM
+(cc12104, 2026-12-02).
 
 Simulated position-based click logs on LETOR data (MQ2008 Fold 1 train, MQ2007-agg Fold 1
 train): each session shows the top ``top_k`` of a query's documents ordered by
@@ -26,7 +27,7 @@ Run (from the repository root)::
     SKLEARN_LTR_DATA=/work/shared/data PYTHONPATH=. python benchmarks/bench_propensity_em.py --quick
     SKLEARN_LTR_DATA=/work/shared/data PYTHONPATH=. python benchmarks/bench_propensity_em.py --regression-em
 
-``--regression-em`` (issue 41): ``estimate_propensity_em``'s new defaults (bootstrap replicates
+``--regression-em``: ``estimate_propensity_em``'s defaults of 157f1c9 (bootstrap replicates
 started from the estimate) against its old ones, with seconds, ratio, error, band coverage and
 width, on the first three logs.
 """
@@ -45,7 +46,7 @@ from sklearn_ltr.clicks import estimate_propensity_document_em, estimate_propens
 from sklearn_ltr.datasets import simulate_clicks
 
 MAX_POSITION = 10
-#: The reference fit: the regression EM's relevance settings before issue 41 (50 trees of 31 leaves).
+#: The reference fit: the regression EM's relevance settings before 157f1c9 (50 trees of 31 leaves).
 REFERENCE_FIT = {"objective": "cross_entropy", "num_iterations": 50, "learning_rate": 0.1, "num_leaves": 31,
                  "min_data_in_leaf": 20, "verbosity": -1, "deterministic": True, "force_row_wise": True}
 
@@ -94,7 +95,7 @@ def simulate_log(y, qid, *, eta, w, sessions, top_k=10, keep=1.0, seed=0):
 def lightgbm_fit_seconds(X, clicks, weight, repeats=1):
     """Seconds of one LightGBM regression fit of the log's rows (the median of ``repeats`` fits).
 
-    The reference fit keeps the relevance regression's settings of issue 40 (50 trees, learning rate
+    The reference fit keeps the relevance regression's settings of cc12104 (50 trees, learning rate
     0.1), whatever the EM's defaults are now, so that ratios compare across versions.
     """
     import lightgbm
@@ -133,15 +134,15 @@ def run(name, function, arrays, kwargs, truth, fit_seconds, rows):
     return entry
 
 
-#: The regression EM's defaults before issue 41: 50 trees at learning rate 0.1 per M-step, every replicate a whole EM.
+#: The regression EM's defaults before 157f1c9: 50 trees at learning rate 0.1 per M-step, every replicate a whole EM.
 OLD_DEFAULTS = {"relevance_params": {"num_iterations": 50, "learning_rate": 0.1}, "replicate_trees": None}
 
 
 def regression_em():
-    """Issue 41: ``estimate_propensity_em``'s seconds, ratio, error and band, new defaults against old ones.
+    """``estimate_propensity_em``'s seconds, ratio, error and band, new defaults against old ones.
 
-    On the three logs where issue 40 ran it. The old defaults with their 20 replicates take
-    minutes (359.7 s on the first log in issue 40): here the old estimate alone, whose seconds
+    On the three logs of the document EM's comparison (cc12104). The old defaults with their 20 replicates take
+    minutes (359.7 s on the first log at cc12104): here the old estimate alone, whose seconds
     each old replicate costs again. On the first log also the new defaults with the replicates
     rerun from the cold start, for the band's comparison. The reference fit of each log is the
     median of three, measured before and after its rows (the mean of the two is the divisor).
@@ -184,7 +185,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="one small log, no 'before' bootstrap")
     parser.add_argument("--skip-before", action="store_true")
     parser.add_argument("--regression-em", action="store_true",
-                        help="issue 41: the regression EM's new defaults against its old ones, on the first log only")
+                        help="the regression EM's new defaults against its old ones, on the first log only")
     args = parser.parse_args(argv)
     if args.regression_em:
         return regression_em()
