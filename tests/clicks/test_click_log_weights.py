@@ -124,8 +124,8 @@ def assert_same_estimate(left, right):
         np.testing.assert_allclose(left[name], right[name], rtol=1e-7, atol=1e-9, err_msg=name)
 
 
-def _row(clicks, groups, clicked, rank=5):
-    """A row of the given click in a query of several rows (its query keeps rows when it is dropped)."""
+def _row(clicks, clicked, rank=5):
+    """A row with the given click (every query has 18 rows: dropping one leaves its query in the log)."""
     candidates = np.flatnonzero(clicks == clicked)
     return int(candidates[rank % candidates.size])
 
@@ -134,7 +134,7 @@ def _row(clicks, groups, clicked, rank=5):
 @pytest.mark.parametrize("clicked", [1, 0], ids=["clicked_row", "not_clicked_row"])
 def test_an_integer_weight_equals_the_row_repeated(estimator, clicked):
     clicks, positions, groups, documents, X = shuffled_log(3)
-    row = _row(clicks, groups, clicked)
+    row = _row(clicks, clicked)
     weight = np.ones(clicks.size)
     weight[row] = 3.0
     # The copies go right after the row: the order of the other rows is unchanged.
@@ -152,7 +152,7 @@ def test_an_integer_weight_equals_the_row_repeated(estimator, clicked):
 @pytest.mark.parametrize("clicked", [1, 0], ids=["clicked_row", "not_clicked_row"])
 def test_a_zero_weight_equals_dropping_the_row(estimator, clicked):
     clicks, positions, groups, documents, X = shuffled_log(4)
-    row = _row(clicks, groups, clicked, rank=8)
+    row = _row(clicks, clicked, rank=8)
     weight = np.ones(clicks.size)
     weight[row] = 0.0
     keep = np.arange(clicks.size) != row
