@@ -314,3 +314,22 @@ def test_to_html_passes_every_option_to_the_report(tmp_path):
     assert table.to_html() == defaults
     assert table.to_html(tmp_path / "page.html") is None
     assert (tmp_path / "page.html").read_text(encoding="utf-8") == defaults
+
+
+def test_confidence_option_sets_the_interval_level(capsys, systems):
+    """``--confidence`` reaches compare_rankings: the interval printed is the one at the level asked for."""
+    _, y, groups = load_svmlight_ranking(systems["test"])
+    scores = {name: read_scores(systems[key]) for name, key in NAMES.items()}
+    expected = compare_rankings(y, scores["rn"], {n: s for n, s in scores.items() if n != "rn"}, groups,
+                                metric="ndcg", k=10, n_resamples=RESAMPLES, random_state=0, confidence_level=0.5)
+    status, out, err = run(capsys, *compare_args(systems, "--json", "--baseline", "rn", "--confidence", "0.5"))
+    assert status == 0, err
+    report = json.loads(out)
+    assert report["confidence_level"] == 0.5
+    for row, result in zip(report["metrics"]["ndcg@10"]["comparisons"], expected, strict=True):
+        assert (row["ci_low"], row["ci_high"]) == (result.ci_low, result.ci_high)
+    # The 50% interval lies strictly inside the default 95% one on this data (a level that never arrives fails).
+    wide = compare_rankings(y, scores["rn"], {"oracle": scores["oracle"]}, groups, metric="ndcg", k=10,
+                            n_resamples=RESAMPLES, random_state=0)
+    narrow = report["metrics"]["ndcg@10"]["comparisons"][2]
+    assert wide[0].ci_low < narrow["ci_low"] < narrow["ci_high"] < wide[0].ci_high
