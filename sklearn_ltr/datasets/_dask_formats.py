@@ -20,6 +20,7 @@ import re
 import numpy as np
 
 from sklearn_ltr.datasets._missing import MISSING_VALUES, check_missing_values, substitute_missing
+from sklearn_ltr.datasets._text_lines import first_data_line
 from sklearn_ltr.utils._optional import require_dask
 
 __all__ = ["read_svmlight_ranking_dask"]
@@ -145,6 +146,14 @@ def read_svmlight_ranking_dask(
     groups : dask.array.Array of shape (n_samples,), int64
         Query ids. With ``as_frame=True`` a single Dask DataFrame is returned instead.
 
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is compressed, or holds no data rows (empty, or blank and ``#`` comment
+        lines only), as every other reader of the format says.
+
     Examples
     --------
     Four queries of three rows each; with a 40-byte ``blocksize`` every cut moves on to
@@ -188,6 +197,9 @@ def read_svmlight_ranking_dask(
     if zero_based not in (True, False):
         raise ValueError(f"zero_based must be True or False; got {zero_based!r}.")
     tokens = check_missing_values(missing_values)
+    # A file without a data row is an error, as in load_svmlight_ranking and convert_ranking, not an empty
+    # collection without columns. Reads up to the first data line only.
+    first_data_line(path)
     offsets = block_offsets(path, _parse_size(blocksize))
     ranges = list(itertools.pairwise(offsets))
     if n_features is None:
