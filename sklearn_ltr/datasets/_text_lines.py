@@ -143,11 +143,24 @@ def libsvm_line_problem(fields, missing_values=()):
     return None
 
 
+def _lone_carriage_return(path):
+    """The number of the first line of ``path``, lines ended at ``\\n`` as the parser ends them, with a lone ``\\r``."""
+    opener = {"gzip": gzip.open, "bzip2": bz2.open}.get(compression(path), open)
+    with opener(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            line = line.removesuffix(b"\n").removesuffix(b"\r")
+            if b"\r" in line.split(b"#", 1)[0]:
+                return number
+    return None
+
+
 def first_bad_line(path, problem=libsvm_line_problem, missing_values=None):
     """``(line_number, reason)`` of the first data line of ``path`` that ``problem`` rejects, else None.
 
     None too when ``path`` is not a file name or cannot be read to the end (the caller's own
     error then stands). ``missing_values`` (tokens, as bytes) is passed on to ``problem``.
+    A file whose lines end in a lone ``\\r`` (classic Mac OS) reads well here, line by line, but
+    not in the parser, which ends lines at ``\\n`` only: its first such line is named instead.
     """
     if not isinstance(path, (str, os.PathLike)):
         return None
@@ -156,6 +169,13 @@ def first_bad_line(path, problem=libsvm_line_problem, missing_values=None):
             reason = problem(fields) if missing_values is None else problem(fields, missing_values)
             if reason:
                 return number, reason
+        # Text mode ends lines at a lone \r too, the parser does not: it reads the lines that follow as more
+        # fields of this one, and would fail with no line to name.
+        number = _lone_carriage_return(path)
+        if number is not None:
+            return number, ("a carriage return ('\\r') ends a line without a newline ('\\n') after it, and lines "
+                            "must end in '\\n' or '\\r\\n'; convert the line endings, e.g. with "
+                            "tr '\\r' '\\n' < FILE > FIXED")
     except (ValueError, *READ_ERRORS):
         return None
     return None

@@ -12,7 +12,8 @@ blocks) loaded back with :func:`load_ranking_layout`, and the command line's rea
 and its ``convert`` command. Each reads the rows, labels and query ids it reads from the same data
 written plainly (``\\n`` endings, a final newline), which are checked by hand. Empty files, and files of
 blank or comment lines only, are an error naming the file in every reader. Errors name the physical
-line whatever the endings.
+line whatever the endings; lines ended by a lone ``\\r`` (classic Mac OS), where the parser sees no line end,
+are an error naming the fix.
 """
 
 import bz2
@@ -279,6 +280,17 @@ def test_a_bad_line_is_named_by_its_line_in_the_file(tmp_path, reader, layout):
     number = len(text.replace("\r\n", "\n").rstrip("\n").split("\n"))  # the last line holds data in these layouts
     with pytest.raises(ValueError, match=rf"line {number}: '1:abc' is not"):
         read(tmp_path, reader, text)
+
+
+@pytest.mark.parametrize(("reader", "compression"), [
+    pair for pair in _reader_compressions() if "dask" not in pair[0] and "file_object" not in pair[0]])
+def test_lines_ended_by_a_lone_carriage_return_are_an_error_naming_the_fix(tmp_path, reader, compression):
+    # Classic Mac OS line endings: the parser ends lines at \n only, and would read one long line of bad fields.
+    # (A file object cannot be read again to find the line, and the Dask reader names the bytes of its block.)
+    text = _join(data_lines(READERS[reader][0], READERS[reader][1]), "\r")
+    error = CLIError if reader.startswith("cli") else ValueError
+    with pytest.raises(error, match=r"line 1: a carriage return \('\\r'\) ends a line.*convert the line endings"):
+        read(tmp_path, reader, text, compression)
 
 
 @pytest.mark.skipif(not HAS_DASK, reason="the dask extra is not installed: pip install 'sklearn-ltr[dask]'")
