@@ -1,24 +1,24 @@
 """How a ranking data file ends or is laid out changes nothing that any reader reads.
 
-Every way a text file can end or be laid out (no final newline, CRLF line endings for the whole
-file or its last line only, trailing blank lines, trailing spaces and tabs, comment lines last or
-between queries, LETOR's inline ``#docid = ...`` comments, tab-separated fields, a last query whose
-last line has no newline, a ``NULL`` missing value at the very end), plain, gzip- and
-bzip2-compressed, is read by every reader: the SVMlight/LETOR reader (``NULL`` tokens and numbers
-only, from a path and from a file object), the LightGBM reader and its ``.query`` file (whose own
-endings vary too), :func:`read_ranking_file` with format detection, the Dask reader, the streaming
-converter :func:`convert_ranking` with blocks smaller than a line (so queries and lines straddle
-blocks) loaded back with :func:`load_ranking_layout`, and the command line's reading of data files
-and its ``convert`` command. Each reads the rows, labels and query ids it reads from the same data
-written plainly (``\\n`` endings, a final newline), which are checked by hand. Empty files, and files of
-blank or comment lines only, are an error naming the file in every reader. Errors name the physical
-line whatever the endings; lines ended by a lone ``\\r`` (classic Mac OS), where the parser sees no line end,
-are an error naming the fix.
+Every way a text file can end or be laid out (no final newline, CRLF line endings for the whole file or its
+last line only, trailing blank lines, trailing spaces and tabs, comment lines last or between queries,
+LETOR's inline ``#docid = ...`` comments, tab-separated fields, a last query whose last line has no newline,
+a ``NULL`` missing value at the very end), plain, gzip- and bzip2-compressed, is read by every reader: the
+SVMlight/LETOR reader (``NULL`` tokens and numbers only, from a path and from a file object), the LightGBM
+reader and its ``.query`` file (whose own endings vary too), :func:`read_ranking_file` with format
+detection, the Dask reader, the streaming converter :func:`convert_ranking` with blocks smaller than a line
+(so queries and lines straddle blocks) loaded back with :func:`load_ranking_layout`, and the command line's
+reading of data files, its ``convert`` command and its positions and scores files. Each reads the rows,
+labels and query ids it reads from the same data written plainly (``\\n`` endings, a final newline), which
+are checked by hand. Empty files, and files of blank or comment lines only, are an error naming the file in
+every reader. Errors name the physical line whatever the endings; lines ended by a lone ``\\r`` (classic
+Mac OS), where the parser sees no line end, are an error naming the fix.
 """
 
 import bz2
 import gzip
 import importlib.util
+import re
 
 import numpy as np
 import pytest
@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sklearn_ltr.cli import main
-from sklearn_ltr.cli._data_files import read_ranking
+from sklearn_ltr.cli._data_files import check_features, read_ranking, read_rows_of_numbers
 from sklearn_ltr.cli._errors import CLIError
 from sklearn_ltr.datasets import (
     _disk,
@@ -291,6 +291,27 @@ def test_lines_ended_by_a_lone_carriage_return_are_an_error_naming_the_fix(tmp_p
     error = CLIError if reader.startswith("cli") else ValueError
     with pytest.raises(error, match=r"line 1: a carriage return \('\\r'\) ends a line.*convert the line endings"):
         read(tmp_path, reader, text, compression)
+
+
+@pytest.mark.parametrize("compression", list(COMPRESSIONS))
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_positions_and_scores_files_read_the_same_whatever_their_endings(tmp_path, layout, compression):
+    # The command line's files of one number per row (--positions, --scores), laid out as the data files.
+    numbers = ["3", "1", "2.5", "4", "1"]
+    path = write(tmp_path / f"positions.txt{compression}", LAYOUTS[layout](numbers))
+    np.testing.assert_array_equal(read_rows_of_numbers(path, len(numbers), what="scores file"), [3, 1, 2.5, 4, 1])
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_the_command_line_names_the_line_of_a_missing_value_whatever_the_endings(tmp_path, layout):
+    from sklearn.linear_model import LinearRegression  # a model that takes no NaN
+
+    text = LAYOUTS[layout](data_lines("svmlight"))
+    path = write(tmp_path / "data.txt", text)
+    # The physical line of the first row with a NaN (qid 9), blank and comment lines counted.
+    number = next(i for i, line in enumerate(re.split(r"\r?\n", text), 1) if re.match(r"1\s+qid:9", line))
+    with pytest.raises(CLIError, match=rf"--data '.*data\.txt', line {number}: feature 2 is nan"):
+        check_features(read_ranking(str(path)), LinearRegression(), option="--data", model_name="the model")
 
 
 @pytest.mark.skipif(not HAS_DASK, reason="the dask extra is not installed: pip install 'sklearn-ltr[dask]'")
