@@ -22,6 +22,7 @@ import re
 
 import numpy as np
 import pytest
+from cli_helpers import assert_user_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -261,6 +262,14 @@ def test_a_file_without_data_rows_is_an_error_naming_it(tmp_path, reader, compre
     named = r"data\.txt.*" if not (reader.endswith("file_object") and compression == ".bz2") else ""
     with pytest.raises(error, match=rf"{named}holds no data rows"):
         read(tmp_path, reader, EMPTY_LAYOUTS[layout], compression)
+
+
+@pytest.mark.parametrize("compression", list(COMPRESSIONS))
+@pytest.mark.parametrize("layout", list(EMPTY_LAYOUTS))
+def test_the_command_line_converter_refuses_a_file_without_data_rows(tmp_path, capsys, layout, compression):
+    path = write(tmp_path / f"data.txt{compression}", EMPTY_LAYOUTS[layout])
+    assert_user_error(capsys, ["convert", path, tmp_path / "data.ltr"], "data.txt", "holds no data rows")
+    assert not (tmp_path / "data.ltr").exists()
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", " \t\r\n", "\n \n"], ids=["empty", "blank", "whitespace", "mixed"])
