@@ -80,11 +80,12 @@ class OnnxScorer:
     Raises
     ------
     InvalidParameterError
-        When ``max_batch_documents`` or ``max_batch_queries`` is not an int >= 1 (checked
-        before the model is read). :meth:`predict` raises ``ValueError`` for features the
-        model cannot take, naming ``X``, how many values and the first: NaN (unless the
-        ranker took missing values), infinity, and float64 values beyond float32's range
-        (the model's input is float32, where they would be infinite).
+        When ``max_batch_documents`` or ``max_batch_queries`` is not an int >= 1, or
+        ``n_threads`` neither None nor an int >= 1 (checked before the model is read).
+        :meth:`predict` raises ``ValueError`` for features the model cannot take, naming
+        ``X``, how many values and the first: NaN (unless the ranker took missing values),
+        infinity, and float64 values beyond float32's range (the model's input is float32,
+        where they would be infinite).
 
     See Also
     --------
@@ -122,12 +123,16 @@ class OnnxScorer:
     _parameter_constraints: ClassVar[dict] = {
         "max_batch_documents": [NumberInterval(Integral, 1, None, closed="left")],
         "max_batch_queries": [NumberInterval(Integral, 1, None, closed="left")],
+        # onnxruntime reads 0 as "choose" and int() would truncate 2.5 or turn True into 1: a count of
+        # threads is a whole number >= 1, or None to let onnxruntime choose.
+        "n_threads": [NumberInterval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(self, model, *, n_threads=None, providers=None, max_batch_documents=65536, max_batch_queries=8):
         # A batch of no documents would never end: refuse such sizes before reading the model.
         check_parameters("OnnxScorer", self._parameter_constraints,
-                         {"max_batch_documents": max_batch_documents, "max_batch_queries": max_batch_queries})
+                         {"max_batch_documents": max_batch_documents, "max_batch_queries": max_batch_queries,
+                          "n_threads": n_threads})
         ort = import_optional("onnxruntime", "OnnxScorer")
         options = ort.SessionOptions()
         if n_threads is not None:
