@@ -192,7 +192,9 @@ def run_demo(*, data_dir=None, n_queries=None, quick=False, seed=0, progress=Non
             raise CLIError("--queries sets the size of the synthetic data; it does not apply with --data.")
         train, vali, test, description = _read_fold(data_dir, missing_values)
     else:
-        n_queries = n_queries or (N_QUERIES_QUICK if quick else N_QUERIES)
+        # "is None", not "or": --queries 0 must be refused below, not read as "the default size".
+        if n_queries is None:
+            n_queries = N_QUERIES_QUICK if quick else N_QUERIES
         if n_queries < 8:
             raise CLIError(f"--queries must be at least 8 (a quarter is held out for testing); got {n_queries}.")
         train, vali, test, description = _split_synthetic(n_queries, seed)
