@@ -384,3 +384,101 @@ def test_onnx_scorer_refuses_a_fractional_thread_count():
     """``int(2.5)`` would run two threads without a word: the count must be a whole number."""
     with pytest.raises(InvalidParameterError, match=r"The 'n_threads' parameter of OnnxScorer must be"):
         sklearn_ltr.export.OnnxScorer(b"", n_threads=2.5)
+
+
+# --------------------------------------------------------------------------- tuples of layer sizes
+
+#: (owner, parameter): tuples of layer sizes, each size an int >= 1 (() is no hidden layer).
+SIZE_TUPLES = [("RankNetRanker", "hidden_sizes"), ("TwoTowerDebiasedRanker", "hidden_sizes"),
+               ("TwoTowerDebiasedRanker", "observation_hidden_sizes")]
+
+
+@pytest.mark.parametrize(("owner", "parameter"), SIZE_TUPLES, ids=[f"{o}-{p}" for o, p in SIZE_TUPLES])
+def test_layer_sizes_end_at_one(owner, parameter):
+    cls = CLASSES[owner]
+    for sizes in ((1,), (3, 1), ()):
+        cls(**{parameter: sizes})._validate_params()
+    X, y, groups = _tiny()
+    for sizes in ((0,), (4, 0), (-1,), (True,)):
+        with pytest.raises(InvalidParameterError, match=rf"The '{parameter}' parameter of {owner} must be"):
+            cls(**{parameter: sizes}).fit(X, y, groups)
+
+
+# --------------------------------------------------------------------------- options of the losses (loss_params)
+
+#: (loss, option, type, left, right, closed): the numeric options a neural ranker passes through
+#: ``loss_params``, checked by the losses' own code when the loss is computed.
+LOSS_OPTIONS = [
+    ("sigmoid_ce", "max_label", Real, 0, N, "neither"),
+    ("ranknet", "sigma", Real, 0, N, "neither"),
+    ("lambdarank", "sigma", Real, 0, N, "neither"),
+    ("lambdarank", "k", Integral, 1, N, "left"),
+    ("approx_ndcg", "temperature", Real, 0, N, "neither"),
+    ("gumbel_approx_ndcg", "temperature", Real, 0, N, "neither"),
+    ("gumbel_approx_ndcg", "n_samples", Integral, 1, N, "left"),
+    *[(loss, option, kind, left, right, closed)
+      for loss in ("neuralsort_ndcg", "gumbel_neuralsort_ndcg")
+      for option, kind, left, right, closed in (("temperature", Real, 0, N, "neither"), ("k", Integral, 1, N, "left"),
+                                                ("sinkhorn_iters", Integral, 0, N, "left"),
+                                                ("tol", Real, 0, N, "neither"))],
+    ("gumbel_neuralsort_ndcg", "n_samples", Integral, 1, N, "left"),
+    ("lambdaloss", "k", Integral, 1, N, "left"),
+    ("lambdaloss", "sigma", Real, 0, N, "neither"),
+    ("lambdaloss", "mu", Real, 0, N, "neither"),
+    ("hinge", "margin", Real, 0, N, "neither"),
+]
+
+#: Options whose default (None) hides that they are numbers.
+_NUMERIC_NONE_OPTIONS = {"k", "max_label"}
+
+
+def test_every_numeric_loss_option_has_a_row():
+    from sklearn_ltr.losses import LOSSES
+
+    numeric = set()
+    for name, function in LOSSES.items():
+        for parameter in inspect.signature(function).parameters.values():
+            default = parameter.default
+            if (isinstance(default, Real) and not isinstance(default, bool)) or \
+                    (default is None and parameter.name in _NUMERIC_NONE_OPTIONS):
+                numeric.add((name, parameter.name))
+    assert numeric == {(loss, option) for loss, option, *_ in LOSS_OPTIONS}
+
+
+def _loss_cases():
+    cases = []
+    for row in LOSS_OPTIONS:
+        loss, option, kind, left, right, closed = row
+        for end, direction, is_closed in _ends(left, right, closed):
+            if end is None:
+                continue
+            cases.append(pytest.param(loss, option, end, is_closed, id=f"{loss}-{option}={end!r}"))
+            beyond = _step(end, kind, direction)
+            cases.append(pytest.param(loss, option, beyond, False, id=f"{loss}-{option}={beyond!r}"))
+    return cases
+
+
+@pytest.mark.parametrize(("loss", "option", "value", "accepted"), _loss_cases())
+def test_loss_option_at_and_beyond_each_end(loss, option, value, accepted):
+    import torch
+
+    from sklearn_ltr.losses import get_loss
+
+    function = get_loss(loss, **{option: value})
+    scores = torch.tensor([[0.5, -1.0, 2.0, 0.0], [1.0, 0.25, -0.5, 0.75]], requires_grad=True)
+    labels = torch.tensor([[2.0, 0.0, 1.0, 0.0], [0.0, 1.0, 3.0, 1.0]])
+    if accepted:
+        value = function(scores, labels)
+        assert torch.isfinite(value)
+    else:
+        with pytest.raises(ValueError, match=rf"^{option} must be"):
+            function(scores, labels)
+
+
+def test_a_ranker_refuses_a_loss_option_beyond_its_end():
+    """Through ``loss_params``: k=1 of LambdaRank trains, k=0 is refused naming k."""
+    X, y, groups = _tiny()
+    small = {**_SMALL["RankNetRanker"], "max_epochs": 1, "device": "cpu", "random_state": 0, "loss": "lambdarank"}
+    sklearn_ltr.RankNetRanker(**small, loss_params={"k": 1}).fit(X, y, groups)
+    with pytest.raises(ValueError, match=r"^k must be None or a positive integer; got 0"):
+        sklearn_ltr.RankNetRanker(**small, loss_params={"k": 0}).fit(X, y, groups)
