@@ -8,8 +8,10 @@ parameter without a row, fails here naming it. Then the ends themselves: a value
 passes validation (and, for a representative set, a tiny fit), a value at an open end or one step
 beyond a closed end is refused with scikit-learn's ``InvalidParameterError`` naming the parameter.
 
-The click models check their numbers in their own code rather than with constraints:
-``CLICK_MODEL_RANGES`` is their table, checked the same way through ``marginal_click_probability``.
+Numbers checked by the library's own code rather than by ``Interval`` constraints have their own
+tables, checked the same way: the click models' parameters (``CLICK_MODEL_RANGES``, through
+``marginal_click_probability``), the sizes in the layer-size tuples (``SIZE_TUPLES``) and the
+numeric options of the losses that the neural rankers take in ``loss_params`` (``LOSS_OPTIONS``).
 """
 
 import functools
@@ -195,6 +197,7 @@ def _construct(owner, parameter, value):
     """The scorer ``owner`` with ``parameter=value``: the scorers check when constructed."""
     if owner == "OnnxScorer":
         pytest.importorskip("onnxruntime")
+        pytest.importorskip("onnx")
         return sklearn_ltr.export.OnnxScorer(_onnx_model(), **{parameter: value})
     if owner == "NDCGScorer":
         return sklearn_ltr.metrics.NDCGScorer(**{parameter: value})
