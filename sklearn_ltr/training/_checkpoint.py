@@ -42,6 +42,7 @@ by an explicit call, ``RankingNet.resume_from``, once everything is restored.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import io
 import numbers
@@ -67,6 +68,19 @@ _VERSION = 2  # 2: callbacks saved by state_dict() or by the attributes of _SKOR
 _CHUNK = 1 << 24
 
 
+def _mapping(value, items):
+    """The ``(key, item)`` pairs ``items`` as a mapping of the type of ``value`` (a dict, or a subclass of it).
+
+    Not ``type(value)(items)``: a ``Counter`` would count the pairs themselves, and MultiStepLR's
+    ``milestones`` (a Counter of epochs) would come back as milestones no epoch ever reaches, the
+    resumed schedule then never decaying again. ``Counter(mapping)`` takes the counts as they are.
+    """
+    items = dict(items)
+    if type(value) is dict:
+        return items
+    return collections.Counter(items) if isinstance(value, collections.Counter) else type(value)(items)
+
+
 def _plain(value):
     """``value`` made of tensors, Python scalars, strings and containers (NumPy scalars converted), else raise."""
     if isinstance(value, np.generic):  # before float: np.float64 is a float, and not a plain one to torch.load
@@ -74,7 +88,7 @@ def _plain(value):
     if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
         return value
     if isinstance(value, dict):
-        return type(value)((key, _plain(item)) for key, item in value.items())
+        return _mapping(value, ((key, _plain(item)) for key, item in value.items()))
     if isinstance(value, (list, tuple)):  # a History (a list) becomes a plain list
         return (tuple if isinstance(value, tuple) else list)(_plain(item) for item in value)
     raise TypeError(type(value).__name__)
@@ -114,7 +128,7 @@ def _encode(value, where):
     if isinstance(value, torch.Generator):
         return {_TAG: "torch.Generator", "state": value.get_state()}
     if isinstance(value, dict):
-        return type(value)((key, _encode(item, f"{where}[{key!r}]")) for key, item in value.items())
+        return _mapping(value, ((key, _encode(item, f"{where}[{key!r}]")) for key, item in value.items()))
     if isinstance(value, (list, tuple)):
         return (tuple if isinstance(value, tuple) else list)(
             _encode(item, f"{where}[{index}]") for index, item in enumerate(value))
@@ -141,7 +155,7 @@ def _decode(value, current=None):
         generator.set_state(state)
         return generator
     if isinstance(value, dict):
-        return type(value)((key, _decode(item)) for key, item in value.items())
+        return _mapping(value, ((key, _decode(item)) for key, item in value.items()))
     if isinstance(value, (list, tuple)):
         return type(value)(_decode(item) for item in value)
     return value
