@@ -18,8 +18,9 @@ training and runs the remaining epochs only: the resumed fit is the fit that wou
 The net's ``resumed_from_epoch_`` (the estimator's too) says from which: the epochs the
 checkpoint held, or None when the fit started fresh.
 The file is written with :func:`sklearn_ltr._atomic.write_atomically`, so a crash during the
-write leaves the previous checkpoint whole. A checkpoint of other parameters, of other data or
-that cannot be read is refused with the reason, and left as it is.
+write leaves the previous checkpoint whole. A checkpoint of other parameters, of other data (the
+training rows with every per-row input, label and query weight, in the order training sees them;
+any separate validation set) or that cannot be read is refused with the reason, and left as it is.
 
 Why not skorch's ``Checkpoint`` and ``LoadInitState``: they write the module, the optimizer
 and the history to separate files one after the other (a crash between two writes mixes two
@@ -54,8 +55,10 @@ from skorch.callbacks import Callback
 from skorch.history import History
 
 from sklearn_ltr._atomic import write_atomically
+from sklearn_ltr.training._callbacks import ValidationNDCG
 
-__all__ = ["CHECKPOINT_FILE", "TrainingCheckpoint", "data_fingerprint", "describe_parameters", "training_checkpoint"]
+__all__ = ["CHECKPOINT_FILE", "TrainingCheckpoint", "data_fingerprint", "describe_parameters", "training_checkpoint",
+           "validation_fingerprint"]
 
 #: Parameters that change neither the model nor the data order: a checkpoint ignores them.
 _NOT_TRAINING = frozenset({"verbose", "checkpoint_dir", "keep_training_state"})
@@ -287,30 +290,85 @@ def describe_parameters(value):
     return repr(value)
 
 
-def _hash_array(digest, array):
-    array = np.ascontiguousarray(array) if not array.flags.c_contiguous else array
+def _hash_array(digest, array, order=None):
+    """Hash ``array``'s rows (``array[order]`` when ``order`` is given) in chunks of about 16 MB."""
+    array = np.ascontiguousarray(array) if order is None and not array.flags.c_contiguous else array
     digest.update(f"{array.dtype}{array.shape}".encode())
     rows = max(1, _CHUNK // max(1, array[:1].nbytes))
     for start in range(0, array.shape[0], rows):
-        digest.update(np.ascontiguousarray(array[start:start + rows]).view(np.uint8))
+        chunk = array[start:start + rows] if order is None else array[order[start:start + rows]]
+        digest.update(np.ascontiguousarray(chunk).view(np.uint8))
+
+
+def _training_order(dataset):
+    """The rows of a dataset over rows used where they lie, in the order training sees them; None for another.
+
+    Query by query (each query's rows through ``index``, their canonical order): the rows of the
+    dataset that copies them, in its order. Hashed so, the same data has one fingerprint whether
+    its rows were used in place or copied, and whatever the order they lie in.
+    """
+    if not dataset.views:
+        return None
+    rows, _ = dataset.row_index(torch.arange(len(dataset), device=dataset.starts.device))
+    rows = rows.cpu()
+    return (rows if dataset.index is None else dataset.index.cpu()[rows]).numpy()
 
 
 def data_fingerprint(dataset):
     """Hash of a :class:`~sklearn_ltr.training._batches.QueryDataset`: every row, label, query bound and weight.
 
-    The rows are hashed in chunks of about 16 MB, so that a memory-mapped dataset is read
-    through the page cache without a private copy of it.
+    The rows are hashed in the order training sees them, so that the same rows in another order
+    (shuffled, or the queries interleaved differently: training puts each query's rows in their
+    canonical order) and the same rows used in place or copied have the same fingerprint.
+    They are hashed in chunks of about 16 MB, so that a memory-mapped dataset is read through the
+    page cache without a private copy of it.
     """
     digest = hashlib.blake2b(digest_size=20)
+    order = _training_order(dataset)
     for name in sorted(dataset.rows):
         digest.update(name.encode())
-        _hash_array(digest, dataset.rows[name].cpu().numpy())
-    for name in ("labels", "offsets", "starts", "query_weights"):
-        tensor = getattr(dataset, name, None)
+        _hash_array(digest, dataset.rows[name].cpu().numpy(), order)
+    # In training order each query starts where the one before it ends: the starts of a dataset that copies.
+    starts = dataset.offsets[:-1] if dataset.views else dataset.starts
+    for name, tensor in (("labels", dataset.labels), ("offsets", dataset.offsets), ("starts", starts),
+                         ("query_weights", dataset.query_weights)):
         digest.update(name.encode())
         if tensor is not None:
-            _hash_array(digest, tensor.cpu().numpy())
+            _hash_array(digest, tensor.cpu().numpy(), order if name == "labels" else None)
     return digest.hexdigest()
+
+
+def validation_fingerprint(callbacks):
+    """Hash of the separate validation sets that ``callbacks`` score after each epoch; None without one.
+
+    Those of the :class:`~sklearn_ltr.training.ValidationNDCG` callbacks given a set (``fit``'s
+    ``X_val``, ``y_val``, ``groups_val``, ``propensity_val`` and further per-row inputs such as
+    ``initial_rank_val``): the history's validation values, and the epoch early stopping stops
+    at, depend on them. Each set is hashed in the order its callback scores it (each query's
+    rows in their canonical order), so that its rows in another order are the same set.
+
+    Parameters
+    ----------
+    callbacks : list of (str, Callback)
+        The initialized callbacks of a net (``net.callbacks_``).
+
+    Returns
+    -------
+    fingerprint : str or None
+    """
+    digest, found = hashlib.blake2b(digest_size=20), False
+    for name, callback in callbacks:
+        dataset = getattr(callback, "dataset_", None)
+        if not isinstance(callback, ValidationNDCG) or dataset is None:
+            continue
+        found = True
+        digest.update(name.encode())
+        digest.update(data_fingerprint(dataset).encode())
+        for values in (callback.y, callback.propensity):  # the dataset holds the features and the extras
+            digest.update(b"-" if values is None else b"+")
+            if values is not None:
+                _hash_array(digest, np.asarray(values, dtype=np.float64)[callback.order_])
+    return digest.hexdigest() if found else None
 
 
 def _rank_state(net):
@@ -423,6 +481,13 @@ class TrainingCheckpoint(Callback):
                 f"({state['data_summary']} there, {self._summary} here, or the same shape with other values, "
                 f"labels, query ids or query weights); it was not used and is left as it is. {self._fix()}"
             )
+        if state.get("validation") != self._validation:  # None in a checkpoint written without one
+            raise ValueError(
+                f"{self.owner}: the checkpoint {self.path!r} was written for another validation set (X_val, y_val, "
+                f"groups_val, propensity_val or another per-row input of it differ, or only one of the two fits "
+                f"had one): the validation values of the history and the epoch early stopping stops at depend "
+                f"on it; it was not used and is left as it is. {self._fix()}"
+            )
         if state["world_size"] != world_size:
             raise ValueError(
                 f"{self.owner}: the checkpoint {self.path!r} was written by {state['world_size']} process(es), "
@@ -434,6 +499,7 @@ class TrainingCheckpoint(Callback):
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         rank, world_size = _world(net)
         self._fingerprint = data_fingerprint(X)
+        self._validation = validation_fingerprint(net.callbacks_)
         self._summary = f"{X.n_rows} rows of {len(X)} queries"
         self._parameters = dict(self.parameters or {})
         net.resumed_from_epoch_ = None  # the estimator's resumed_from_epoch_: None for a fresh start
@@ -481,6 +547,7 @@ class TrainingCheckpoint(Callback):
             "parameters": self._parameters,
             "data": self._fingerprint,
             "data_summary": self._summary,
+            "validation": self._validation,
             "world_size": world_size,
             "modules": {name: saved(name) for name in net._modules},
             "criteria": {name: saved(name) for name in net._criteria},
