@@ -61,8 +61,12 @@ def fit(cls, params, data=None, fit_params=None, **more):
         torch.set_num_threads(threads)
 
 
-def crash_then_resume(cls, params, directory, *, epoch, batch=2, data=None, fit_params=None):
-    """The fit resumed from the checkpoint of a fit crashed in batch ``batch`` of epoch ``epoch``."""
+def crash_then_resume(cls, params, directory, *, epoch, batch=2, data=None, fit_params=None, resume_data=None):
+    """The fit resumed from the checkpoint of a fit crashed in batch ``batch`` of epoch ``epoch``.
+
+    The crashed fit trains on ``data``; the resumed one on ``resume_data`` (the same rows in another
+    order, say), by default ``data`` too.
+    """
     params = {**params, "callbacks": [*params.get("callbacks", []), ("crash", CrashAt(epoch, batch))]}
     CrashAt.armed = True
     try:
@@ -71,7 +75,7 @@ def crash_then_resume(cls, params, directory, *, epoch, batch=2, data=None, fit_
     finally:
         CrashAt.armed = False
     assert (directory / CHECKPOINT_FILE).exists()
-    return fit(cls, params, data, fit_params, checkpoint_dir=directory)
+    return fit(cls, params, data if resume_data is None else resume_data, fit_params, checkpoint_dir=directory)
 
 
 def uninterrupted(cls, params, *, epoch, batch=2, data=None, fit_params=None):
