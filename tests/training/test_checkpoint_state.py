@@ -68,9 +68,9 @@ def test_a_learning_rate_schedule_resumes_where_it_was(tmp_path, schedule):
     resumed = crash_then_resume(RankNetRanker, params, tmp_path, epoch=3)
     # The history's event_lr holds the rate of every epoch (or batch): the schedule went on where it was.
     assert_same_fit(resumed, reference, resumed_from=2)
-    key = "event_lr"
-    rates = [row[key] for row in reference.history_] if options.get("step_every") != "batch" else \
-        [batch[key] for row in reference.net_.history for batch in row["batches"]]
+    rows = reference.history_
+    rates = ([batch["event_lr"] for row in rows for batch in row["batches"]] if options.get("step_every") == "batch"
+             else [row["event_lr"] for row in rows])
     assert len(set(rates)) > 2, f"{schedule}: the learning rate hardly changes, a weak test"
     # And the resumed scheduler ends where the uninterrupted one did (step count, cycle, plateau counters).
     assert_equal_state(dict(resumed.net_.callbacks_)["schedule"].lr_scheduler_.state_dict(),
@@ -155,18 +155,18 @@ def test_the_optimizer_state_resumes(tmp_path, optimizer):
 
 
 # Random streams: dropout draws from torch's global generator, the shuffling of the queries and the
-# subsampling of lists longer than max_list_length from the net's own generator.
+# subsampling of lists longer than max_list_length from the net's own generator. (options, crash batch)
 _STREAMS = {
-    "dropout": {"dropout": 0.3},
-    "shuffling": {},
-    "subsampling": {"max_list_length": 12, "batch_size": 24, "_BATCH": 1},
+    "dropout": ({"dropout": 0.3}, 2),
+    "shuffling": ({}, 2),
+    # One batch an epoch holding every query, lists of more than 12 rows subsampled: 17 of the 24 are.
+    "subsampling": ({"max_list_length": 12, "batch_size": 24}, 1),
 }
 
 
 @pytest.mark.parametrize("stream", list(_STREAMS))
 def test_the_random_streams_resume(tmp_path, stream):
-    options = dict(_STREAMS[stream])
-    batch = options.pop("_BATCH", 2)  # one batch an epoch holds every query: no shuffling, subsampling alone
+    options, batch = _STREAMS[stream]
     params = {**_RANKNET, **options}
     reference = uninterrupted(RankNetRanker, params, epoch=3, batch=batch)
     resumed = crash_then_resume(RankNetRanker, params, tmp_path, epoch=3, batch=batch)
