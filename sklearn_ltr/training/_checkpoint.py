@@ -130,7 +130,9 @@ def _encode(value, where):
         return {_TAG: "RandomState", "state": _encode(value.get_state(legacy=False), where)}
     if isinstance(value, torch.Generator):
         return {_TAG: "torch.Generator", "state": value.get_state()}
-    if isinstance(value, dict):
+    # torch.load(weights_only=True) reads back no other mapping type (a defaultdict, say): refused here,
+    # naming it, rather than by a TypeError of the mapping's constructor or at the resume.
+    if type(value) in (dict, collections.OrderedDict, collections.Counter):
         return _mapping(value, ((key, _encode(item, f"{where}[{key!r}]")) for key, item in value.items()))
     if isinstance(value, (list, tuple)):
         return (tuple if isinstance(value, tuple) else list)(

@@ -304,6 +304,16 @@ class BadStateDict(Callback):
         pass
 
 
+class DefaultDictState(Callback):
+    def state_dict(self):
+        import collections
+
+        return {"seen": collections.defaultdict(int, {"a": 1})}
+
+    def load_state_dict(self, state):
+        pass
+
+
 def test_a_callback_state_a_checkpoint_cannot_hold_is_refused_naming_it(tmp_path):
     X, y, qid = _data()
     with pytest.raises(TypeError, match=r"callback 'guard' \(HoldsLock\): lock_ is a lock, .*load_state_dict"):
@@ -312,6 +322,9 @@ def test_a_callback_state_a_checkpoint_cannot_hold_is_refused_naming_it(tmp_path
     with pytest.raises(TypeError, match=r"callback 'BadStateDict' \(BadStateDict\): "
                                         r"state_dict\(\)\['schedule'\]\[2\] is a function"):
         RankNetRanker(**_RANKNET, callbacks=[BadStateDict()], checkpoint_dir=tmp_path).fit(X, y, groups=qid)
+    with pytest.raises(TypeError, match=r"callback 'DefaultDictState' \(DefaultDictState\): "
+                                        r"state_dict\(\)\['seen'\] is a defaultdict"):
+        RankNetRanker(**_RANKNET, callbacks=[DefaultDictState()], checkpoint_dir=tmp_path).fit(X, y, groups=qid)
     # Without a checkpoint nothing needs saving.
     RankNetRanker(**{**_RANKNET, "max_epochs": 1}, callbacks=[HoldsLock(), BadStateDict()]).fit(X, y, groups=qid)
 
