@@ -100,12 +100,40 @@ def test_subset_selects_whole_queries(sizes, seed):
 
 
 def test_getitem_returns_one_query():
-    dataset, _, X, _ = _dataset([2, 3], shuffle_rows=False)
-    item, labels = dataset[1]
-    np.testing.assert_allclose(item["X"].numpy(), X[2:], rtol=1e-6)
-    assert labels.shape == (3,)
+    dataset, _, X, y = _dataset([2, 3, 1], shuffle_rows=False)
+    for query, rows in enumerate([slice(0, 2), slice(2, 5), slice(5, 6)]):  # a middle query ends before the last
+        item, labels = dataset[query]
+        np.testing.assert_allclose(item["X"].numpy(), X[rows], rtol=1e-6)
+        np.testing.assert_array_equal(labels.numpy(), y[rows])
     with pytest.raises(IndexError):
         dataset[5]
+    # At prediction time there are no labels.
+    unlabeled = QueryDataset(dataset.rows, None, dataset.offsets)
+    item, labels = unlabeled[1]
+    assert labels is None and item["X"].shape == (3, 3)
+
+
+def test_getitem_of_rows_used_in_place_follows_the_index():
+    """Rows used where they lie: query ``q``'s ``j``-th row is ``index[starts[q] + j]`` of the flat tensors."""
+    X = torch.arange(12, dtype=torch.float32).reshape(6, 2)
+    y = torch.tensor([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    # Two queries lying at rows 3-5 and 0-2, each in reverse within the index.
+    dataset = QueryDataset({"X": X}, y, torch.tensor([0, 3, 6]), starts=torch.tensor([3, 0]),
+                           index=torch.tensor([2, 1, 0, 5, 4, 3]))
+    for query, rows in enumerate([[5, 4, 3], [2, 1, 0]]):  # query 0: index[3:6]; query 1: index[0:3]
+        item, labels = dataset[query]
+        np.testing.assert_array_equal(labels.numpy(), y[rows].numpy())
+        np.testing.assert_array_equal(item["X"].numpy(), X[rows].numpy())
+
+
+def test_row_tensor_is_float32_but_the_click_propensity_float64():
+    """Extras train in float32 like the features; the click propensities keep the metric's float64."""
+    from sklearn_ltr.training._batches import CLICK_PROPENSITY, row_tensor
+
+    assert row_tensor("positions", np.array([1, 2, 3])).dtype == torch.float32
+    assert row_tensor("initial_rank", np.array([0.5, 1.5], dtype=np.float64)).dtype == torch.float32
+    propensity = row_tensor(CLICK_PROPENSITY, np.array([1 / 3, 0.1], dtype=np.float64))
+    assert propensity.dtype == torch.float64 and propensity[0].item() == 1 / 3  # not rounded through float32
 
 
 @settings(max_examples=25, deadline=None)

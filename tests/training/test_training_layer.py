@@ -399,3 +399,16 @@ def test_the_memory_error_states_the_sizes_and_the_caps(monkeypatch):
         f"available on cpu. Set max_list_length={two} (training lists are then subsampled; prediction still "
         f"scores whole lists) or max_list_length={one} with batch_size=1.")
     assert _memory._gb(needed) == "0.4 GB"  # 4 * (2 * 2500 * 10 + 2 * 2500**2 * 8) bytes
+
+
+def test_a_validation_callback_checks_its_own_set():
+    """ValidationNDCG given a set of its own (outside a ranker, which checks it first) refuses a bad one by name."""
+    from sklearn_ltr.training._callbacks import check_validation_features
+
+    with pytest.raises(ValueError, match=re.escape("ValidationNDCG X must be a 2-D array of features, got an "
+                                                   "array of shape (4,).")):
+        ValidationNDCG(X=np.ones(4), y=np.zeros(4), groups=np.zeros(4)).initialize()
+    with pytest.raises(ValueError, match="groups has 3 entries but X has 4 rows"):
+        ValidationNDCG(X=np.ones((4, 2)), y=np.zeros(4), groups=np.zeros(3)).initialize()
+    features = check_validation_features(np.array([[1, 2], [3, 4]]), name="X_val")
+    assert features.dtype == np.float32  # the training rows' type, whatever the validation set's
