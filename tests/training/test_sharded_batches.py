@@ -106,3 +106,16 @@ def test_training_batches_are_the_global_batches_merged_only_where_short(world_s
         # Batches join until they hold world_size queries (and the last short group joins the one before):
         # never one batch of everything.
         assert max(sizes) <= batch_size + 2 * (world_size - 1)
+
+
+def test_the_world_without_a_process_group_is_the_launchers_environment(monkeypatch):
+    """Outside a process group: one process of rank 0 when nothing launched it, else the launcher's variables."""
+    from sklearn_ltr.training._distributed import process_world
+
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert process_world() == (0, 1, 0)
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert process_world() == (3, 4, 1)
