@@ -28,6 +28,7 @@ module-level flag is set. Synchronisation is passed to the modules and the loss 
 
 from __future__ import annotations
 
+import atexit
 import os
 import warnings
 
@@ -95,6 +96,19 @@ def _init_process_group(device):
             "torch.distributed.init_process_group yourself before fit."
         )
     dist.init_process_group(backend="nccl" if is_cuda(device) else "gloo")
+    # The group is the library's, so the library ends it, at exit rather than after fit: the script may still
+    # call dist.get_rank() or fit again. Left to interpreter shutdown, a gloo group is torn down (or not) after
+    # the interpreter's own state, and its worker threads can be destroyed unjoined: the process then aborts
+    # with "terminate called without an active exception" once in a while, more often on a loaded machine.
+    # atexit runs while the interpreter is whole, on a normal end as after an uncaught exception.
+    atexit.unregister(_destroy_process_group)  # one registration however many groups fit creates in turn
+    atexit.register(_destroy_process_group)
+
+
+def _destroy_process_group():
+    """Destroy the default process group if it is still there (the script may have destroyed it already)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _broadcast_int(value):
