@@ -352,3 +352,20 @@ def test_separate_validation_click_log_takes_affine_propensities():
     assert ranker.history_[-1, "valid_ips_dcg@5"] == pytest.approx(expected, rel=1e-6)
     assert expected != pytest.approx(ips_dcg_score(clicks[val], ranker.predict(X[val]), qid[val], propensity[val],
                                                    k=5))
+
+
+def test_the_loss_receives_the_query_weights_beside_the_click_weights(click_log):
+    """sample_weight still weighs the queries of a click log: the loss gets both kinds of weight."""
+    X, clicks, qid, propensity = click_log
+    queries = np.unique(qid)
+    query_weight = dict(zip(queries, np.arange(1, len(queries) + 1, dtype=float), strict=True))
+    seen = []
+
+    def loss(scores, labels, mask, *, weights=None, click_weights=None):
+        seen.append(None if weights is None else weights.numpy().copy())
+        return sigmoid_cross_entropy(scores, labels, mask, weights=weights, click_weights=click_weights)
+
+    RankNetRanker(hidden_sizes=(4,), loss=loss, max_epochs=1, batch_size=len(queries), random_state=0).fit(
+        X, clicks, qid, propensity=propensity, sample_weight=np.array([query_weight[q] for q in qid]))
+    assert seen[0] is not None
+    np.testing.assert_allclose(np.sort(seen[0]), np.sort(list(query_weight.values())), rtol=1e-6)
