@@ -222,3 +222,26 @@ def test_real_slots_without_sync_is_the_boolean_index(seed):
     mask = torch.arange(int(sizes.max()))[None, :] < sizes[:, None]
     index = torch.as_tensor(rng.permutation(mask.numel())).view(mask.shape)
     torch.testing.assert_close(real_slots_without_sync(index, mask, int(sizes.sum())), index[mask])
+
+
+@pytest.mark.parametrize("cls", [RankNetRanker, DASALCRanker])
+def test_prediction_batches_are_the_batches_score_rows_scores(cls):
+    """``RankingNet.prediction_batches`` (the benchmarks time the module on them) holds every row once, and the
+    module on those batches gives the scores of ``score_rows``."""
+    from sklearn_ltr._groups import QueryGroups
+    from sklearn_ltr.datasets import make_ranking
+    from sklearn_ltr.training._batches import QueryDataset
+
+    X, y, qid = make_ranking(n_queries=12, n_features=4, random_state=3)
+    params = {"hidden_sizes": (8,)} if cls is RankNetRanker else {"hidden_size": 8, "n_heads": 2, "head_size": 4}
+    ranker = cls(**params, max_epochs=1, random_state=0, keep_training_state=True).fit(X, y, groups=qid)
+    dataset = QueryDataset.from_arrays(QueryGroups(qid), X)
+    net = ranker.net_
+    batches = list(net.prediction_batches(dataset))
+    assert sum(int(inputs["mask"].sum()) for inputs in batches) == len(X)
+    with torch.no_grad():
+        module = net.module_.eval()
+        # Packed inputs (RankNet: X holds the real rows alone) or padded: scores come back as [lists, length].
+        from_batches = np.concatenate([module(inputs["X"], inputs["mask"])[inputs["mask"]].double().numpy()
+                                       for inputs in batches])
+    np.testing.assert_allclose(np.sort(from_batches), np.sort(net.score_rows(dataset)), rtol=1e-5, atol=1e-6)
