@@ -8,6 +8,10 @@
 #   bash tools/mutation.sh --results                 # the last run's table and survivors, no run
 #   bash tools/mutation.sh --results "sklearn_ltr.export.*"   # ... of the modules matching the patterns
 # MUTMUT_CHILDREN (default 2) sets mutmut's --max-children.
+# mutmut's stats run sees the calls of the pytest process only: the functions of training._distributed that run
+# in the two worker processes of tests/training/test_distributed.py come out as "no tests". To run them, give
+# those functions the two-process tests in mutants/mutmut-stats.json and rerun the mutants by name
+# (tools/results/mutation.md, "The training layer", says how it was done).
 # The table is markdown (tools/results/mutation.md keeps the scores of each round).
 #
 # When a run ends (or is stopped with Ctrl-C / SIGTERM), the modules it covered are recorded in
