@@ -10,10 +10,10 @@ import time
 import numpy as np
 import pytest
 import torch
+from checkpoint_helpers import Crash, CrashAt, tiny_data  # tests/checkpoint_helpers.py
 from skorch.callbacks import Callback, LRScheduler
 
 from sklearn_ltr import DASALCRanker, RankNetRanker
-from sklearn_ltr.datasets import make_ranking
 from sklearn_ltr.training._checkpoint import CHECKPOINT_FILE
 
 # Dropout, noise augmentation, early stopping with best weights, a learning-rate schedule and
@@ -24,33 +24,6 @@ _DASALC = {"hidden_size": 8, "n_layers": 1, "n_attention_layers": 1, "n_heads": 
            "random_state": 10}  # a seed whose fit stops early (epoch 6 of 7, best epoch 3)
 _RANKNET = {"hidden_sizes": (8,), "batch_size": 4, "lr": 0.01, "max_epochs": 5, "max_list_length": 20,
             "device": "cpu", "random_state": 0}
-
-
-def _data(n_queries=24):
-    X, y, qid = make_ranking(n_queries=n_queries, n_features=5, shuffle=True, random_state=1)
-    return np.sign(X) * np.log1p(np.abs(X)), y, qid
-
-
-class _Crash(RuntimeError):
-    pass
-
-
-class CrashAt(Callback):
-    """Raise in batch ``batch`` of epoch ``epoch`` while armed (a module flag, so that the parameters stay equal)."""
-
-    armed = False
-
-    def __init__(self, epoch, batch):
-        self.epoch = epoch
-        self.batch = batch
-
-    def on_epoch_begin(self, net, **kwargs):
-        self.seen_ = 0
-
-    def on_batch_end(self, net, training=False, **kwargs):
-        self.seen_ += training
-        if CrashAt.armed and len(net.history) == self.epoch and self.seen_ == self.batch:
-            raise _Crash("simulated crash")
 
 
 def _single_thread(function, *args, **kwargs):
@@ -64,12 +37,12 @@ def _single_thread(function, *args, **kwargs):
 
 
 def _fit(cls, params, **more):
-    X, y, qid = _data()
+    X, y, qid = tiny_data()
     return _single_thread(cls(**{**params, **more}).fit, X, y, groups=qid)
 
 
 def _assert_same_fit(resumed, reference):
-    X, _, qid = _data()
+    X, _, qid = tiny_data()
     np.testing.assert_array_equal(resumed.predict(X, groups=qid), reference.predict(X, groups=qid))
     for name, tensor in reference.net_.module_.state_dict().items():
         torch.testing.assert_close(resumed.net_.module_.state_dict()[name], tensor, rtol=0, atol=0, msg=name)
@@ -95,7 +68,7 @@ def test_a_crashed_fit_resumes_to_the_uninterrupted_model(tmp_path, case):
     reference = _fit(cls, params)
     CrashAt.armed = True
     try:
-        with pytest.raises(_Crash):
+        with pytest.raises(Crash):
             _fit(cls, params, checkpoint_dir=tmp_path)
     finally:
         CrashAt.armed = False
@@ -129,7 +102,7 @@ def test_a_finished_fit_is_restored_without_training(tmp_path):
 
 
 def _refused(tmp_path, match, **changes):
-    X, y, qid = _data()
+    X, y, qid = tiny_data()
     before = (tmp_path / CHECKPOINT_FILE).read_bytes()
     data = changes.pop("data", (X, y, qid))
     with pytest.raises(ValueError, match=match):
@@ -141,7 +114,7 @@ def test_a_checkpoint_of_other_parameters_or_data_is_refused(tmp_path):
     _fit(RankNetRanker, _RANKNET, checkpoint_dir=tmp_path, max_epochs=2)
     _refused(tmp_path, r"other parameters \(max_epochs=2 there, 5 here\)")
     _refused(tmp_path, r"other parameters \(lr=0.01 there, 0.02 here; max_epochs", lr=0.02)
-    X, y, qid = _data()
+    X, y, qid = tiny_data()
     _refused(tmp_path, "other training data", max_epochs=2, data=(X, np.roll(y, 1), qid))
     other = X.copy()
     other[5, 2] += 1e-3
@@ -168,11 +141,11 @@ def test_a_crash_while_writing_leaves_the_previous_checkpoint(tmp_path, monkeypa
         calls.append(state["history"][-1]["epoch"])
         if len(calls) == 3:  # the third epoch's write dies half-way
             file.write(b"PK\x03\x04 half a checkpoint")
-            raise _Crash("killed while writing")
+            raise Crash("killed while writing")
         return save(state, file)
 
     monkeypatch.setattr(torch, "save", save_then_crash)
-    with pytest.raises(_Crash):
+    with pytest.raises(Crash):
         _fit(RankNetRanker, _RANKNET, checkpoint_dir=tmp_path)
     monkeypatch.setattr(torch, "save", save)
     assert os.listdir(tmp_path) == [CHECKPOINT_FILE], "the temporary file of the failed write was left behind"
@@ -236,7 +209,7 @@ def test_a_fit_killed_with_sigkill_mid_epoch_resumes_to_the_uninterrupted_model(
     result = subprocess.run([sys.executable, str(script), str(checkpoints), *outputs], env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    X, _, qid = _data()
+    X, _, qid = tiny_data()
     reference = _fit(DASALCRanker, _DASALC)
     np.testing.assert_array_equal(np.load(outputs[0]), reference.predict(X, groups=qid))
     assert np.load(outputs[1]).tolist() == list(range(1, reference.n_iter_ + 1))
@@ -278,7 +251,7 @@ def test_a_callback_drawing_from_a_numpy_generator_resumes_to_the_uninterrupted_
     reference = _fit(RankNetRanker, params)
     CrashAt.armed = True
     try:
-        with pytest.raises(_Crash):
+        with pytest.raises(Crash):
             _fit(RankNetRanker, params, checkpoint_dir=tmp_path)
     finally:
         CrashAt.armed = False
@@ -315,7 +288,7 @@ class DefaultDictState(Callback):
 
 
 def test_a_callback_state_a_checkpoint_cannot_hold_is_refused_naming_it(tmp_path):
-    X, y, qid = _data()
+    X, y, qid = tiny_data()
     with pytest.raises(TypeError, match=r"callback 'guard' \(HoldsLock\): lock_ is a lock, .*load_state_dict"):
         RankNetRanker(**_RANKNET, callbacks=[("guard", HoldsLock())], checkpoint_dir=tmp_path).fit(X, y, groups=qid)
     assert not (tmp_path / CHECKPOINT_FILE).exists()  # refused before the first epoch
